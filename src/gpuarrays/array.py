@@ -1,0 +1,565 @@
+"""The array: one class for every array, derived or not (SPEC 4, 5).
+
+A :class:`GPUArray` is a layout (shape, byte strides, byte offset, dtype) over
+a shared :class:`~gpuarrays.storage.Storage` plus one handle on it.  Views,
+reshapes, reinterpretations and transposes are ``GPUArray`` objects over the
+same storage -- never wrappers.  Moving data lives in ``transfer.py``; layout
+arithmetic in ``layout.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import warnings
+
+import numpy as np
+
+from . import transfer
+from ._raw import c_strides, is_c_contiguous, is_f_contiguous
+from .alloc import new_storage
+from .backends.base import RawView
+from .devices import get_device
+from .dtypes import normalize_dtype
+from .errors import GPUArraysWarning
+from .layout import basic_index, engine, from_engine, normalize_shape
+from .storage import FREED_CACHE, FREED_FORCED, Storage
+
+__all__ = ["GPUArray", "new_array", "wrap_storage"]
+
+_new = object.__new__
+_NO_CONSTRUCTOR = ("GPUArray has no public constructor; create arrays with ga.empty, "
+                   "ga.zeros, ga.ones, ga.full, ga.arange, ga.asarray or ga.unsafe_wrap")
+
+
+class Flags:
+    """``a.flags``: ``c_contiguous``, ``f_contiguous``, ``writeable`` (read-only)."""
+
+    __slots__ = ("c_contiguous", "f_contiguous", "writeable")
+
+    def __init__(self, c: bool, f: bool, w: bool) -> None:
+        self.c_contiguous = c
+        self.f_contiguous = f
+        self.writeable = w
+
+    def __getitem__(self, name: str) -> bool:
+        key = {"C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
+               "F": "f_contiguous", "WRITEABLE": "writeable", "W": "writeable"}.get(name.upper())
+        if key is None:
+            raise KeyError(f"unknown flag {name!r}; expected C_CONTIGUOUS, F_CONTIGUOUS or WRITEABLE")
+        return getattr(self, key)
+
+    def __repr__(self) -> str:
+        return (f"  C_CONTIGUOUS : {self.c_contiguous}\n  F_CONTIGUOUS : {self.f_contiguous}\n"
+                f"  WRITEABLE : {self.writeable}")
+
+
+def _make(storage: Storage, shape: tuple, strides: tuple, offset: int, dtype: np.dtype,
+          writeable: bool = True, contiguous: bool | None = None) -> GPUArray:
+    """A new array object taking one handle on ``storage``."""
+    a = _new(GPUArray)
+    a._storage = storage
+    storage._handles.append(None)
+    a._shape = shape
+    a._strides = strides
+    a._offset = offset
+    a._dtype = dtype
+    a._writeable = writeable
+    a._contig = contiguous
+    a._freed = False
+    return a
+
+
+def new_array(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArray:
+    """A C-contiguous, uninitialised array (shape and dtype already normalised)."""
+    itemsize = dtype.itemsize
+    size = 1
+    for n in shape:
+        size *= n
+    storage = new_storage(device, kind, size * itemsize)
+    return _make(storage, shape, c_strides(shape, itemsize), 0, dtype, True, True)
+
+
+def wrap_storage(storage: Storage, shape: tuple, strides: tuple, dtype: np.dtype,
+                 offset: int = 0, writeable: bool = True) -> GPUArray:
+    """The first array over a storage made by ``wrap``/interop (takes one handle)."""
+    return _make(storage, shape, strides, offset, dtype, writeable)
+
+
+def _is_basic(key: object) -> bool:
+    items = key if type(key) is tuple else (key,)
+    for k in items:
+        if not (k is None or k is Ellipsis or type(k) is slice
+                or (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)))):
+            return False
+    return True
+
+
+class GPUArray:
+    """An array in device memory over a shared, reference-counted storage.
+
+    Created by factories only (``ga.empty``, ``ga.asarray`` ...).  Every array
+    holds one handle on ``a.storage``; ``a.free()`` releases it now (other
+    arrays sharing the storage are unaffected), ``a.free(force=True)`` releases
+    the memory for every sharer.  Using a freed array raises
+    ``FreedArrayError``; metadata keeps working.
+    """
+
+    __slots__ = ("_storage", "_shape", "_strides", "_offset", "_dtype", "_writeable",
+                 "_contig", "_freed", "__weakref__")
+    __array_priority__ = 100
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(_NO_CONSTRUCTOR)
+
+    # lifetime -----------------------------------------------------------------
+    def __del__(self) -> None:
+        if not self._freed:
+            self._freed = True
+            try:
+                self._storage.decref()
+            except Exception as e:  # a finalizer never raises
+                try:
+                    warnings.warn(f"releasing a GPUArray failed: {e!r}", GPUArraysWarning,
+                                  stacklevel=1)
+                except Exception:
+                    pass
+
+    def free(self, force: bool = False) -> None:
+        """Release this array's handle now (idempotent).
+
+        ``force=True`` releases the memory itself: every array sharing the
+        storage becomes freed (``FreedArrayError`` on use).
+        """
+        storage = self._storage
+        if not self._freed:
+            self._freed = True
+            if force:
+                storage._handles.pop()
+            else:
+                storage.decref()
+                return
+        if force:
+            storage.release(FREED_FORCED)
+
+    def __enter__(self) -> GPUArray:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.free()
+
+    @property
+    def is_freed(self) -> bool:
+        """Whether using this array would raise ``FreedArrayError``."""
+        return self._freed or self._storage.is_freed
+
+    def _live(self) -> Storage:
+        """The storage, after checking the array may be used."""
+        st = self._storage
+        if self._freed or st._reason is not None or not st._epoch.live:
+            raise self._freed_error()
+        return st
+
+    def _freed_error(self):
+        st = self._storage
+        local = self._freed and st._reason not in (FREED_FORCED, FREED_CACHE)
+        return st.freed_error(local)
+
+    # metadata (works on freed arrays) -------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Byte strides (may be negative or zero)."""
+        return self._strides
+
+    @property
+    def offset(self) -> int:
+        """Byte offset of element ``[0, ..., 0]`` from the start of the storage."""
+        return self._offset
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self._shape) * self._dtype.itemsize
+
+    @property
+    def device(self):
+        return self._storage.device
+
+    @property
+    def kind(self) -> str:
+        return self._storage.kind
+
+    @property
+    def storage(self) -> Storage:
+        return self._storage
+
+    @property
+    def flags(self) -> Flags:
+        itemsize = self._dtype.itemsize
+        return Flags(self._is_c(), is_f_contiguous(self._shape, self._strides, itemsize),
+                     self._writeable)
+
+    @property
+    def data_ptr(self) -> int:
+        """Address of element ``[0, ..., 0]`` (raises on a freed array)."""
+        return self._live().ptr + self._offset
+
+    def _is_c(self) -> bool:
+        c = self._contig
+        if c is None:
+            c = self._contig = is_c_contiguous(self._shape, self._strides, self._dtype.itemsize)
+        return c
+
+    def _raw(self) -> RawView:
+        return RawView(self._live().ptr + self._offset, self._shape, self._strides, self._dtype)
+
+    # deriving ---------------------------------------------------------------------
+    def _derive(self, shape, strides, offset, dtype, writeable, contiguous=None) -> GPUArray:
+        st = self._storage
+        if self._freed or st._reason is not None or not st._epoch.live:
+            raise self._freed_error()
+        a = _new(GPUArray)
+        a._storage = st
+        st._handles.append(None)
+        a._shape = shape
+        a._strides = strides
+        a._offset = offset
+        a._dtype = dtype
+        a._writeable = writeable
+        a._contig = contiguous
+        a._freed = False
+        return a
+
+    def _engine(self) -> np.ndarray:
+        self._live()
+        return engine(self._shape, self._strides, self._offset, self._dtype, self._writeable)
+
+    def _from_engine(self, arr: np.ndarray) -> GPUArray:
+        shape, strides, offset, dtype, writeable = from_engine(arr)
+        return self._derive(shape, strides, offset, dtype, writeable)
+
+    def __getitem__(self, key) -> GPUArray:
+        if self._freed:
+            raise self._freed_error()
+        found = basic_index(self._shape, self._strides, key)
+        if found is not None:
+            shape, strides, delta = found
+            return self._derive(shape, strides, self._offset + delta, self._dtype,
+                                self._writeable)
+        if _is_basic(key):
+            eng = self._engine()
+            if type(key) is not tuple:
+                key = (key,)
+            return self._from_engine(eng[key + (Ellipsis,)] if Ellipsis not in key
+                                     else eng[key])
+        return transfer.gather(self, key)
+
+    def reshape(self, *shape, order: str = "C", copy: bool | None = None) -> GPUArray:
+        """NumPy's reshape: a view when NumPy gives one, else a copy.
+
+        ``copy=False`` raises ``ValueError`` when a copy would be needed;
+        reshaping to the same shape returns ``self``.
+        """
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = shape[0]
+        if order not in ("C", "F", "A"):
+            raise ValueError(f"order must be 'C', 'F' or 'A', got {order!r}")
+        if type(shape) is tuple and shape == self._shape and copy is not True:
+            self._live()
+            return self
+        if order == "C" and copy is None and self._is_c() and not self._freed:
+            new_shape = _resolve_shape(shape, self.size)
+            if new_shape is not None:
+                if new_shape == self._shape:
+                    self._live()
+                    return self
+                return self._derive(new_shape, c_strides(new_shape, self._dtype.itemsize),
+                                    self._offset, self._dtype, self._writeable, True)
+        if copy:
+            return self.copy(order="F" if order == "F" else "C").reshape(shape, order=order)
+        eng = self._engine()
+        try:
+            result = eng.reshape(shape, order=order, copy=False)
+        except ValueError as e:
+            if "copy" not in str(e):
+                raise
+            if copy is False:
+                raise ValueError(
+                    f"cannot reshape array of shape {self._shape} into {shape} without a copy "
+                    f"(its strides {self._strides} do not allow a view); pass copy=None or "
+                    f"call .copy() first") from None
+            return self.copy(order="F" if order == "F" else "C").reshape(shape, order=order)
+        if result.shape == self._shape and result.strides == self._strides:
+            return self
+        return self._from_engine(result)
+
+    def view(self, dtype=None) -> GPUArray:
+        """Reinterpret the bytes as ``dtype`` (NumPy's rules), sharing the storage."""
+        if dtype is None:
+            return self._derive(self._shape, self._strides, self._offset, self._dtype,
+                                self._writeable, self._contig)
+        if isinstance(dtype, type) and issubclass(dtype, GPUArray):
+            return self.view()
+        dt = normalize_dtype(dtype)
+        self._storage.device.require(dt)
+        if dt.itemsize == self._dtype.itemsize and dt.subdtype is None:
+            return self._derive(self._shape, self._strides, self._offset, dt,
+                                self._writeable, self._contig)
+        eng = self._engine()
+        try:
+            result = eng.view(dt)
+        except ValueError as e:
+            raise ValueError(
+                f"cannot reinterpret a {self._dtype} array of shape {self._shape} and "
+                f"strides {self._strides} as {dt}: {e}") from None
+        return self._from_engine(result)
+
+    @property
+    def T(self) -> GPUArray:
+        return self._derive(self._shape[::-1], self._strides[::-1], self._offset, self._dtype,
+                            self._writeable)
+
+    @property
+    def mT(self) -> GPUArray:
+        if self.ndim < 2:
+            raise ValueError(f"mT needs at least 2 dimensions, this array has shape {self._shape}")
+        return self.swapaxes(-1, -2)
+
+    def transpose(self, *axes) -> GPUArray:
+        if not axes or (len(axes) == 1 and axes[0] is None):
+            return self.T
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+            axes = tuple(axes[0])
+        return self._from_engine(self._engine().transpose(axes))
+
+    def swapaxes(self, axis1: int, axis2: int) -> GPUArray:
+        return self._from_engine(self._engine().swapaxes(axis1, axis2))
+
+    def squeeze(self, axis=None) -> GPUArray:
+        return self._from_engine(self._engine().squeeze(axis))
+
+    def ravel(self, order: str = "C") -> GPUArray:
+        """A 1-d view when NumPy's ``ravel`` gives one (C-contiguous), else a copy."""
+        if order != "C":
+            return self.reshape(-1, order=order)
+        if self._is_c():
+            return self.reshape(self.size)
+        return self.copy().reshape(self.size)
+
+    def flatten(self) -> GPUArray:
+        """A 1-d copy, always new storage (as NumPy)."""
+        return self.copy().reshape(self.size)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> GPUArray:
+        """Read-only strided view of a diagonal, as NumPy."""
+        return self._from_engine(self._engine().diagonal(offset, axis1, axis2))
+
+    @property
+    def real(self) -> GPUArray:
+        if self._dtype.kind != "c":
+            return self.view()
+        return self._from_engine(self._engine().real)
+
+    @property
+    def imag(self) -> GPUArray:
+        if self._dtype.kind != "c":
+            raise TypeError(f"imag of a {self._dtype} array would be a new zero array; "
+                            "use ga.zeros_like(a) instead")
+        return self._from_engine(self._engine().imag)
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of unsized object (a 0-d GPUArray)")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d GPUArray")
+        for i in range(self._shape[0]):
+            yield self[i]
+
+    # writes and copies -----------------------------------------------------------
+    def __setitem__(self, key, value) -> None:
+        if not self._writeable:
+            raise ValueError("assignment destination is read-only")
+        found = basic_index(self._shape, self._strides, key) if not self._freed else None
+        if found is not None:
+            shape, strides, delta = found
+            target = self._derive(shape, strides, self._offset + delta, self._dtype, True)
+        elif self._freed or _is_basic(key):
+            target = self[key]
+        else:
+            transfer.scatter(self, key, value)
+            return
+        try:
+            transfer.assign(target, value)
+        finally:
+            target.free()
+
+    def fill(self, value) -> None:
+        """Set every element to ``value`` (converted like NumPy)."""
+        if not self._writeable:
+            raise ValueError("assignment destination is read-only")
+        transfer.assign(self, value)
+
+    def copy(self, order: str = "C") -> GPUArray:
+        """A copy in new, C-contiguous storage (Fortran with ``order='F'``)."""
+        return transfer.copy(self, self._dtype, order)
+
+    def astype(self, dtype, copy: bool = True) -> GPUArray:
+        """Convert to ``dtype`` (NumPy's casting); ``copy=False`` may return ``self``."""
+        dt = normalize_dtype(dtype)
+        if not copy and dt == self._dtype:
+            self._live()
+            return self
+        self._storage.device.require(dt)
+        return transfer.copy(self, dt, "C")
+
+    def get(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Copy to a new NumPy array, or into ``out`` (same shape)."""
+        return transfer.to_host(self, out)
+
+    def tolist(self):
+        return self.get().tolist()
+
+    def item(self):
+        """The single element as a Python scalar (size-1 arrays)."""
+        if self.size != 1:
+            raise ValueError(f"can only convert an array of size 1 to a Python scalar, "
+                             f"this one has shape {self._shape}")
+        return self.get().item()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                f"The truth value of an array with more than one element is ambiguous "
+                f"(shape {self._shape}); copy it with .get() and use .any() or .all()")
+        return bool(self.item())
+
+    def to_device(self, device, kind: str | None = None) -> GPUArray:
+        """This array on ``device`` (and ``kind``); ``self`` if it is already there."""
+        return transfer.to_device(self, get_device(device), kind)
+
+    # host views and pickling -----------------------------------------------------------
+    def host_view(self) -> np.ndarray:
+        """A NumPy array over the same memory (``host``/``unified`` arrays only).
+
+        The NumPy array holds a handle on the storage while it lives.
+        ``TypeError`` for device memory: use ``.get()`` for an explicit copy.
+        """
+        return transfer.host_view(self)
+
+    def __array__(self, dtype=None, copy=None):
+        view = transfer.host_view(self)
+        if dtype is not None and np.dtype(dtype) != view.dtype:
+            if copy is False:
+                raise ValueError(f"cannot view a {self._dtype} GPUArray as {dtype} without a copy")
+            return view.astype(dtype)
+        return view.copy() if copy else view
+
+    def __reduce__(self):
+        return _restore, (self.get(), str(self._storage.device), self._storage.kind)
+
+    # interchange ----------------------------------------------------------------------
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from .interop import dlpack
+
+        return dlpack.export(self, stream=stream, max_version=max_version,
+                             dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from .interop import dlpack
+
+        return dlpack.device_of(self)
+
+    # text ----------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        dev = self._storage.device
+        kind = self._storage.kind
+        if self.is_freed:
+            why = "reset" if not self._storage._epoch.live else "freed"
+            return (f"<GPUArray ({why}) shape={self._shape}, dtype={self._dtype}, "
+                    f"device={dev}, kind={kind}>")
+        prefix = "GPUArray("
+        body = np.array2string(self.get(), separator=", ", prefix=prefix)
+        return f"{prefix}{body}, dtype={self._dtype}, device='{dev}', kind='{kind}')"
+
+    def __str__(self) -> str:
+        if self.is_freed:
+            return repr(self)
+        return str(self.get())
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return str(self) if not spec else format(str(self), spec)
+
+
+def _resolve_shape(shape, size: int) -> tuple[int, ...] | None:
+    """Fast path of reshape: the target shape with -1 resolved, or None to defer."""
+    if type(shape) is int:
+        shape = (shape,)
+    elif type(shape) is not tuple:
+        try:
+            shape = tuple(operator.index(n) for n in shape)
+        except TypeError:
+            return None
+    known = 1
+    unknown = -1
+    for i, n in enumerate(shape):
+        if type(n) is not int:
+            return None
+        if n == -1 and unknown < 0:
+            unknown = i
+        elif n < 0:
+            return None
+        else:
+            known *= n
+    if unknown >= 0:
+        if known == 0 or size % known:
+            return None
+        shape = shape[:unknown] + (size // known,) + shape[unknown + 1:]
+    elif known != size:
+        return None
+    return shape
+
+
+def _restore(host: np.ndarray, spec: str, kind: str) -> GPUArray:
+    """Unpickle: same device spec when it exists here, else the default device."""
+    try:
+        dev = get_device(spec)
+    except ValueError:
+        dev = get_device(None)
+    if kind not in dev.kinds:
+        kind = "device"
+    a = new_array(normalize_shape(host.shape), host.dtype, dev, kind)
+    transfer.assign(a, host)
+    return a

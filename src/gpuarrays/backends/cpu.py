@@ -1,0 +1,169 @@
+"""The cpu reference back-end: C-allocator memory, NumPy kernels.
+
+Memory comes from ``malloc``/``free`` (through ctypes), so addresses are real
+and get reused the way a device's are.  Kernels run NumPy on views of the raw
+memory.  ``reset`` frees every allocation this back-end made, as a driver
+does.  The back-end keeps no policy: the core decides what may be exposed to
+NumPy (only ``host``/``unified`` memory, SPEC 8.3).
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import ctypes.util
+import os
+import threading
+
+import numpy as np
+
+from .._raw import extent, ndarray_at
+from ..errors import BackendError
+from .base import KINDS, BackendOutOfMemory, DeviceInfo, PointerInfo, RawView
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+_malloc = _libc.malloc
+_malloc.restype = ctypes.c_void_p
+_malloc.argtypes = [ctypes.c_size_t]
+_free = _libc.free
+_free.restype = None
+_free.argtypes = [ctypes.c_void_p]
+_memmove = ctypes.memmove
+_memset = ctypes.memset
+
+
+def _physical_memory() -> tuple[int, int]:
+    page = os.sysconf("SC_PAGE_SIZE")
+    return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
+
+
+def _bytes_at(base: int, offsets: np.ndarray, itemsize: int) -> tuple[np.ndarray, np.ndarray]:
+    """A uint8 view over the byte range the offsets touch, and per-element byte indices."""
+    lo = int(offsets.min())
+    hi = int(offsets.max()) + itemsize
+    raw = ndarray_at(base + lo, (hi - lo,), (1,), np.dtype(np.uint8))
+    index = (offsets - lo)[:, None] + np.arange(itemsize)
+    return raw, index
+
+
+class CpuBackend:
+    """Host memory from the C allocator, all three kinds (SPEC 2.1)."""
+
+    name = "cpu"
+    needs_host_registration = True  # tracked only, so the shared pin logic is exercised
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._starts: list[int] = []  # sorted allocation addresses
+        self._allocs: dict[int, tuple[int, str]] = {}  # ptr -> (nbytes, kind)
+        self._registered: dict[int, int] = {}  # host ranges registered for the device
+
+    # devices ------------------------------------------------------------------
+    def device_count(self) -> int:
+        return 1
+
+    def device_info(self, index: int) -> DeviceInfo:
+        return DeviceInfo(
+            name="CPU (C allocator)",
+            total_memory=_physical_memory()[1],
+            kinds=KINDS,
+            accelerator=False,
+        )
+
+    # raw memory ---------------------------------------------------------------
+    def allocate(self, index: int, kind: str, nbytes: int) -> int:
+        ptr = _malloc(max(nbytes, 1))
+        if not ptr:
+            raise BackendOutOfMemory(f"malloc({nbytes}) returned NULL")
+        with self._lock:
+            bisect.insort(self._starts, ptr)
+            self._allocs[ptr] = (nbytes, kind)
+        return ptr
+
+    def free(self, index: int, kind: str, ptr: int, nbytes: int) -> None:
+        # Memory the back-end did not make (an owned wrap of malloc'ed memory) is
+        # freed with the same call, as the C library would.
+        with self._lock:
+            if self._allocs.pop(ptr, None) is not None:
+                del self._starts[bisect.bisect_left(self._starts, ptr)]
+        _free(ptr)
+
+    def mem_info(self, index: int) -> tuple[int, int]:
+        return _physical_memory()
+
+    # byte movement ------------------------------------------------------------
+    def memcpy(self, index: int, dst: int, src: int, nbytes: int) -> None:
+        _memmove(dst, src, nbytes)
+
+    def upload(self, index: int, dst: int, src: np.ndarray) -> None:
+        _memmove(dst, src.ctypes.data, src.nbytes)
+
+    def download(self, index: int, dst: np.ndarray, src: int) -> None:
+        _memmove(dst.ctypes.data, src, dst.nbytes)
+
+    # kernels ------------------------------------------------------------------
+    def fill(self, index: int, dst: RawView, value: np.ndarray) -> None:
+        if 0 in dst.shape:
+            return
+        np.copyto(ndarray_at(*dst), value)
+
+    def copy_strided(self, index: int, dst: RawView, src: RawView) -> None:
+        if 0 in dst.shape:
+            return
+        np.copyto(ndarray_at(*dst), ndarray_at(*src), casting="unsafe")
+
+    def gather(self, index: int, dst: RawView, src_base: int, offsets: np.ndarray) -> None:
+        if offsets.size == 0:
+            return
+        itemsize = dst.dtype.itemsize
+        raw, idx = _bytes_at(src_base, offsets, itemsize)
+        out = ndarray_at(dst.ptr, (offsets.size, itemsize), (itemsize, 1), np.dtype(np.uint8))
+        out[...] = raw[idx]
+
+    def scatter(self, index: int, dst_base: int, offsets: np.ndarray, src: RawView) -> None:
+        if offsets.size == 0:
+            return
+        itemsize = src.dtype.itemsize
+        raw, idx = _bytes_at(dst_base, offsets, itemsize)
+        raw[idx] = ndarray_at(src.ptr, (offsets.size, itemsize), (itemsize, 1), np.dtype(np.uint8))
+
+    # lifecycle ----------------------------------------------------------------
+    def synchronize(self, index: int) -> None:
+        return None
+
+    def reset(self, index: int) -> None:
+        with self._lock:
+            ptrs = list(self._allocs)
+            self._allocs.clear()
+            self._starts.clear()
+            self._registered.clear()
+        for ptr in ptrs:
+            _free(ptr)
+
+    def pointer_info(self, ptr: int) -> PointerInfo | None:
+        with self._lock:
+            i = bisect.bisect_right(self._starts, ptr) - 1
+            if i >= 0:
+                base = self._starts[i]
+                nbytes, kind = self._allocs[base]
+                if ptr < base + max(nbytes, 1):
+                    return PointerInfo(kind, 0, base, nbytes)
+        # Any other address is plain (unregistered) host memory: size 0 says "not ours".
+        return PointerInfo("host", 0, ptr, 0)
+
+    def register_host(self, index: int, ptr: int, nbytes: int) -> None:
+        with self._lock:
+            self._registered[ptr] = nbytes
+
+    def unregister_host(self, index: int, ptr: int) -> None:
+        with self._lock:
+            if self._registered.pop(ptr, None) is None:
+                raise BackendError("unregister_host", "EINVAL", f"0x{ptr:x} is not registered")
+
+
+def load() -> CpuBackend:
+    """The cpu back-end is always available."""
+    return CpuBackend()
+
+
+__all__ = ["CpuBackend", "load", "extent"]

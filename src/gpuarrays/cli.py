@@ -1,0 +1,53 @@
+"""The command line: ``gpuarrays info | demo | bench | plot`` (SPEC 11)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main"]
+
+
+def _info(args: argparse.Namespace) -> int:
+    import gpuarrays as ga
+    from gpuarrays.devices import default_device, unavailable_backends
+    from gpuarrays.sizes import format_bytes
+
+    print(f"gpuarrays {ga.__version__}")
+    print(f"back-ends: {', '.join(ga.backends())}")
+    for name, why in unavailable_backends().items():
+        print(f"  {name}: unavailable ({why})")
+    print(f"default device: {default_device()}")
+    for dev in ga.devices():
+        stats = ga.memory_stats(dev)
+        print(f"{dev}: {dev.name}")
+        print(f"  memory {format_bytes(dev.total_memory)}, kinds {', '.join(dev.kinds)}, "
+              f"float64 {'yes' if dev.info.float64 else 'no'}, "
+              f"float16 {'yes' if dev.info.float16 else 'no'}")
+        print(f"  limit {format_bytes(stats['limit_bytes'])}, used "
+              f"{format_bytes(stats['used_bytes'])}, pool {format_bytes(stats['pool_cached_bytes'])}"
+              f", caches {format_bytes(stats['cache_held_bytes'])}")
+    return 0
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpuarrays", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="back-ends, devices, memory, kinds, limits").set_defaults(
+        func=_info)
+    try:
+        from . import cli_commands
+    except ImportError:
+        cli_commands = None
+    if cli_commands is not None:
+        cli_commands.add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Creation functions (SPEC 4.1): empty, zeros, ones, full, *_like, arange, asarray."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import transfer
+from .array import GPUArray, new_array
+from .devices import get_device
+from .dtypes import normalize_dtype
+from .layout import normalize_shape
+
+__all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
+           "full_like", "arange", "asarray", "to_numpy"]
+
+_float64 = np.dtype(np.float64)
+
+
+def _dtype_for(dtype, device) -> np.dtype:
+    dt = normalize_dtype(dtype)
+    device.require(dt)
+    return dt
+
+
+def empty(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArray:
+    """An uninitialised C-contiguous array.
+
+    ``shape``: int or tuple of non-negative ints; ``kind``: ``"device"``,
+    ``"host"`` or ``"unified"``.  Raises ``ValueError``/``TypeError`` for bad
+    shapes, kinds and devices, ``UnsupportedDTypeError`` for bad dtypes,
+    ``OutOfMemoryError`` when memory cannot be found.
+    """
+    dev = get_device(device)
+    return new_array(normalize_shape(shape), _dtype_for(dtype, dev), dev, kind)
+
+
+def full(shape, fill_value, dtype=None, *, device=None, kind: str = "device") -> GPUArray:
+    """An array filled with ``fill_value`` (dtype inferred like NumPy when None)."""
+    if dtype is None:
+        dtype = np.asarray(fill_value).dtype
+    a = empty(shape, dtype, device=device, kind=kind)
+    try:
+        transfer.assign(a, fill_value)
+    except BaseException:
+        a.free()
+        raise
+    return a
+
+
+def zeros(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArray:
+    return full(shape, 0, dtype, device=device, kind=kind)
+
+
+def ones(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArray:
+    return full(shape, 1, dtype, device=device, kind=kind)
+
+
+def _like(a: GPUArray, dtype, shape, device, kind):
+    if not isinstance(a, GPUArray):
+        raise TypeError(f"expected a GPUArray, got {type(a).__name__}")
+    return (a.dtype if dtype is None else dtype, a.shape if shape is None else shape,
+            a.device if device is None else device, a.kind if kind is None else kind)
+
+
+def empty_like(a: GPUArray, dtype=None, *, shape=None, device=None, kind=None) -> GPUArray:
+    dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
+    return empty(shape, dtype, device=device, kind=kind)
+
+
+def zeros_like(a: GPUArray, dtype=None, *, shape=None, device=None, kind=None) -> GPUArray:
+    dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
+    return zeros(shape, dtype, device=device, kind=kind)
+
+
+def ones_like(a: GPUArray, dtype=None, *, shape=None, device=None, kind=None) -> GPUArray:
+    dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
+    return ones(shape, dtype, device=device, kind=kind)
+
+
+def full_like(a: GPUArray, fill_value, dtype=None, *, shape=None, device=None,
+              kind=None) -> GPUArray:
+    dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
+    return full(shape, fill_value, dtype, device=device, kind=kind)
+
+
+def arange(start, stop=None, step=None, dtype=None, *, device=None,
+           kind: str = "device") -> GPUArray:
+    """Evenly spaced values, as ``numpy.arange`` (computed on the host, then uploaded)."""
+    host = np.arange(start, stop, step, dtype=dtype) if step is not None else (
+        np.arange(start, stop, dtype=dtype) if stop is not None else
+        np.arange(start, dtype=dtype))
+    return _from_host(host, None, device, kind)
+
+
+def _from_host(host: np.ndarray, dtype, device, kind: str) -> GPUArray:
+    dev = get_device(device)
+    dt = _dtype_for(host.dtype if dtype is None else dtype, dev)
+    a = new_array(normalize_shape(host.shape), dt, dev, kind)
+    try:
+        transfer.assign(a, host)
+    except BaseException:
+        a.free()
+        raise
+    return a
+
+
+def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
+            copy: bool | None = None) -> GPUArray:
+    """A GPUArray from a GPUArray, NumPy array, sequence, scalar, DLPack producer or
+    ``__cuda_array_interface__`` object.
+
+    ``kind=None`` keeps a GPUArray's kind and means ``"device"`` otherwise.
+    ``copy=False`` raises ``ValueError`` when a copy cannot be avoided;
+    ``copy=True`` always copies.
+    """
+    if isinstance(obj, GPUArray):
+        return _from_gpuarray(obj, dtype, device, kind, copy)
+    if not isinstance(obj, np.ndarray):
+        if hasattr(obj, "__cuda_array_interface__"):
+            from .interop import cai
+
+            return _from_gpuarray(cai.import_interface(obj, device=device), dtype, device,
+                                  kind, copy)
+        if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+            from .interop import dlpack
+
+            found = dlpack.from_dlpack(obj, device=device, copy=copy)
+            return _from_gpuarray(found, dtype, device, kind, copy and False)
+    if copy is False:
+        raise ValueError(f"cannot make a GPUArray from {type(obj).__name__} without a copy; "
+                         f"use ga.unsafe_wrap for zero-copy wrapping of host memory")
+    try:
+        host = np.asarray(obj) if dtype is None else np.asarray(obj, dtype=normalize_dtype(dtype))
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"cannot make a GPUArray from {type(obj).__name__}: {e}") from None
+    return _from_host(host, dtype, device, "device" if kind is None else kind)
+
+
+def _from_gpuarray(a: GPUArray, dtype, device, kind, copy) -> GPUArray:
+    dev = a.device if device is None else get_device(device)
+    kind = a.kind if kind is None else kind
+    dt = a.dtype if dtype is None else _dtype_for(dtype, dev)
+    same_place = dev == a.device and kind == a.kind
+    if copy is False and (not same_place or dt != a.dtype):
+        raise ValueError(f"asarray(copy=False) would need a copy: the array is {a.dtype} "
+                         f"{a.kind} memory on {a.device}, {dt} {kind} memory on {dev} was asked")
+    if same_place and dt == a.dtype:
+        return a.copy() if copy else a
+    moved = a.to_device(dev, kind)
+    if dt == moved.dtype:
+        return moved.copy() if (copy and moved is a) else moved
+    converted = moved.astype(dt)
+    if moved is not a:
+        moved.free()
+    return converted
+
+
+def to_numpy(a: GPUArray) -> np.ndarray:
+    """Copy to a new NumPy array (``a.get()``)."""
+    if not isinstance(a, GPUArray):
+        raise TypeError(f"to_numpy expects a GPUArray, got {type(a).__name__}")
+    return a.get()

@@ -1,0 +1,88 @@
+"""Device reset and interpreter exit (SPEC 9).
+
+Reset safety rests on the device epoch: every storage, pooled block, cached
+buffer and queued free carries the epoch it was made in; a reset ends the
+epoch, so nothing made before it can ever reach the platform again -- not a
+late finalizer, not a queued free -- even when the platform hands out the
+same addresses after the reset.
+
+Exit: from the moment interpreter shutdown starts (our ``atexit`` handler,
+re-registered to run before those of back-end libraries), frees become no-ops
+and nothing is printed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import warnings
+from collections.abc import Callable
+
+from ._state import state
+from .devices import get_device
+from .errors import GPUArraysError, GPUArraysWarning
+
+__all__ = ["device_reset", "register_reset_hook"]
+
+_reset_hooks: list[Callable] = []
+
+
+def register_reset_hook(fn: Callable) -> Callable[[], None]:
+    """Call ``fn(device)`` at every ``device_reset`` (newest hook first).
+
+    Returns a callable that unregisters the hook.
+    """
+    if not callable(fn):
+        raise TypeError(f"a reset hook must be callable, got {type(fn).__name__}")
+    entry = [fn]  # a unique object, so registering one function twice works
+    _reset_hooks.append(entry)
+
+    def unregister() -> None:
+        try:
+            _reset_hooks.remove(entry)
+        except ValueError:
+            pass
+
+    return unregister
+
+
+def device_reset(device=None) -> None:
+    """Reset ``device``: every array allocated before raises ``DeviceResetError``.
+
+    Synchronizes (failures become warnings), runs reset hooks newest first,
+    ends the device epoch (pools and cached buffers are dropped without
+    freeing them through the platform), resets the back-end and leaves the
+    device ready for new allocations.
+    """
+    from .wrap import forget_pins
+
+    dev = get_device(device)
+    try:
+        dev.impl.synchronize(dev.index)
+    except GPUArraysError as e:
+        warnings.warn(f"synchronize before resetting {dev} failed: {e}", GPUArraysWarning,
+                      stacklevel=2)
+    for entry in reversed(list(_reset_hooks)):
+        try:
+            entry[0](dev)
+        except Exception as e:  # a failing hook never stops the reset
+            warnings.warn(f"reset hook {entry[0]!r} failed: {e!r}", GPUArraysWarning,
+                          stacklevel=2)
+    old = dev.memory.new_epoch()
+    forget_pins(dev)
+    if state.history is not None:
+        state.history.record("reset", dev, 0, 0, "")
+    dev.impl.reset(dev.index)
+    del old
+
+
+def _at_exit() -> None:
+    state.shutting_down = True
+
+
+def backends_loaded() -> None:
+    """Re-register the exit handler so it runs before back-end libraries' handlers."""
+    atexit.unregister(_at_exit)
+    atexit.register(_at_exit)
+
+
+atexit.register(_at_exit)

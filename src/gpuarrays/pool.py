@@ -1,0 +1,356 @@
+"""Per-device memory manager: pools, limits, the out-of-memory ladder, counters.
+
+One :class:`MemoryManager` per device holds one pool per memory kind.  A pool
+keeps freed blocks for reuse in exact-size free lists: sizes are rounded up to
+``GRANULARITY`` (512 B) and looked up in a dict, so finding a block costs the
+same with ten free blocks or ten thousand.
+
+Locking (PITFALLS): the critical sections are tiny.  Frees arriving while the
+lock is held -- from a finalizer interrupting an allocation on the same thread,
+or from another thread -- never wait: they are appended to ``pending`` (an
+atomic list append) and applied at the next allocation, in the ladder, and
+before any statistic or ``trim`` is reported.
+
+Every block and storage is stamped with the device's :class:`~.storage.Epoch`;
+a free from an epoch that a reset ended is dropped, both when it is queued and
+when it is applied, so it can never reach memory handed out since.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable
+
+from ._state import state
+from .backends.base import BackendOutOfMemory
+from .errors import BackendError, GPUArraysWarning, OutOfMemoryError
+from .sizes import format_bytes, parse_size
+from .storage import Epoch, Storage
+
+__all__ = ["MemoryManager", "GRANULARITY", "round_size", "ladder_hooks", "usage_hooks"]
+
+GRANULARITY = 512
+_MASK = -GRANULARITY
+
+# Steps other modules add to the out-of-memory ladder: fn(device) -> None.
+ladder_hooks: list[Callable] = []
+# Reporters of memory held outside the pool, for memory_status: fn(device) -> (bytes, free, busy).
+usage_hooks: list[Callable] = []
+
+LADDER_STEPS = ("apply queued frees", "release unused pool blocks", "synchronize the device",
+                "gc.collect() and release again", "release unreferenced cached buffers")
+
+
+def round_size(nbytes: int) -> int:
+    """Block size the pool uses for a request of ``nbytes`` (a multiple of 512)."""
+    return (nbytes + GRANULARITY - 1) & _MASK
+
+
+class MemoryManager:
+    """Pools, counters, limit and epoch of one device.  Created by ``Device``."""
+
+    __slots__ = (
+        "device", "impl", "index", "lock", "pending", "free_lists", "live", "epoch",
+        "used", "pool_bytes", "reserved", "peak", "alloc_count", "alloc_bytes", "free_count",
+        "free_bytes", "cache_hits", "oom_retries", "oom_last_step", "backend_allocs",
+        "backend_frees", "limit", "_in_report",
+    )
+
+    def __init__(self, device) -> None:
+        self.device = device
+        self.impl = device.impl
+        self.index = device.index
+        self.lock = threading.Lock()
+        self.pending: list[tuple] = []
+        self.free_lists: dict[str, dict[int, list[int]]] = {k: {} for k in device.kinds}
+        self.live: dict[int, tuple] = {}  # ptr -> (size, kind, site)
+        self.epoch = Epoch(0)
+        self.used = self.pool_bytes = self.reserved = self.peak = 0
+        self.alloc_count = self.alloc_bytes = self.free_count = self.free_bytes = 0
+        self.cache_hits = self.oom_retries = self.backend_allocs = self.backend_frees = 0
+        self.oom_last_step: str | None = None
+        self._in_report = False
+        env = os.environ.get("GPUARRAYS_MEMORY_LIMIT")
+        try:
+            self.limit = parse_size(env, device.total_memory) if env else None
+        except ValueError as e:
+            raise ValueError(f"GPUARRAYS_MEMORY_LIMIT is not a valid size: {e}") from None
+
+    # allocation -----------------------------------------------------------------
+    def new_storage(self, kind: str, nbytes: int) -> Storage:
+        """A fresh pooled storage of ``nbytes`` (its home is this manager)."""
+        ptr, size = self.take_block(kind, nbytes)
+        return Storage(ptr, nbytes, self.device, kind, self, self.epoch, size)
+
+    def take_block(self, kind: str, nbytes: int) -> tuple[int, int]:
+        """Take a block of at least ``nbytes`` out of the pool: ``(ptr, block_size)``."""
+        size = (nbytes + GRANULARITY - 1) & _MASK
+        try:
+            free = self.free_lists[kind]
+        except KeyError:
+            raise self._bad_kind(kind) from None
+        lock = self.lock
+        lock.acquire()
+        try:
+            if self.pending:
+                self._apply_pending_locked()
+            blocks = free.get(size)
+            if blocks:
+                ptr = blocks.pop()
+                self.pool_bytes -= size
+                self._count_taken_locked(ptr, size, kind)
+                return ptr, size
+        finally:
+            lock.release()
+        return self._grow(kind, size), size
+
+    def _count_taken_locked(self, ptr: int, size: int, kind: str) -> None:
+        self.used += size
+        if self.used > self.peak:
+            self.peak = self.used
+        self.alloc_count += 1
+        self.alloc_bytes += size
+        history = state.history
+        self.live[ptr] = (size, kind, history.site() if history is not None else None)
+        if history is not None:
+            history.record("alloc", self.device, size, ptr, kind)
+        for rec in state.recorders:
+            rec.count += 1
+            rec.bytes += size
+
+    def _grow(self, kind: str, size: int) -> int:
+        """A new block from the back-end, running the ladder when needed."""
+        ptr = self._try_backend(kind, size)
+        if ptr is None:
+            ptr = self._ladder(kind, size)
+        return ptr
+
+    def _try_backend(self, kind: str, size: int) -> int | None:
+        with self.lock:
+            if self.limit is not None and self.reserved + size > self.limit:
+                return None
+            self.reserved += size  # reserve before the call so threads respect the limit
+        try:
+            ptr = self.impl.allocate(self.index, kind, size)
+        except BackendOutOfMemory:
+            ptr = None
+        except BaseException:
+            with self.lock:
+                self.reserved -= size
+            raise
+        with self.lock:
+            if ptr is None:
+                self.reserved -= size
+                return None
+            self.backend_allocs += 1
+            self._count_taken_locked(ptr, size, kind)
+        return ptr
+
+    def _try_pool(self, kind: str, size: int) -> int | None:
+        with self.lock:
+            self._apply_pending_locked()
+            blocks = self.free_lists[kind].get(size)
+            if not blocks:
+                return None
+            ptr = blocks.pop()
+            self.pool_bytes -= size
+            self._count_taken_locked(ptr, size, kind)
+            return ptr
+
+    def _ladder(self, kind: str, size: int) -> int:
+        """SPEC 6: reclaim, cheapest first, retrying after each step; then fail."""
+        for number, name in enumerate(LADDER_STEPS, 1):
+            with self.lock:
+                self.oom_retries += 1
+            if number == 2:
+                self.trim()
+            elif number == 3:
+                self._synchronize_quietly()
+            elif number == 4:
+                gc.collect()
+                self.trim()
+            elif number == 5:
+                for hook in list(ladder_hooks):
+                    hook(self.device)
+                self.trim()
+            ptr = self._try_pool(kind, size)
+            if ptr is None:
+                ptr = self._try_backend(kind, size)
+            if ptr is not None:
+                self.oom_last_step = name
+                return ptr
+        raise OutOfMemoryError(self._oom_message(kind, size))
+
+    def _oom_message(self, kind: str, size: int) -> str:
+        if self._in_report:  # building the report must never recurse into the ladder
+            return f"out of memory on {self.device}: cannot allocate {format_bytes(size)}"
+        self._in_report = True
+        try:
+            from .stats import status_text
+
+            limit = "" if self.limit is None else f" (limit {format_bytes(self.limit)})"
+            return (f"out of memory on {self.device}: cannot allocate {format_bytes(size)} "
+                    f"({size} bytes) of {kind!r} memory{limit} after reclaiming what could "
+                    f"be reclaimed; free or cache.free() arrays you no longer need, or raise "
+                    f"the limit with ga.set_memory_limit.\n{status_text(self.device)}")
+        finally:
+            self._in_report = False
+
+    def _synchronize_quietly(self) -> None:
+        try:
+            self.impl.synchronize(self.index)
+        except BackendError as e:
+            warnings.warn(f"synchronize during out-of-memory handling failed: {e}",
+                          GPUArraysWarning, stacklevel=2)
+
+    def _bad_kind(self, kind: object) -> ValueError:
+        from .backends.base import KINDS
+
+        if kind in KINDS:
+            return ValueError(f"device {self.device} ({self.device.name}) does not support "
+                              f"memory kind {kind!r}; it supports {', '.join(self.device.kinds)}")
+        return ValueError(f"unknown memory kind {kind!r}: expected one of "
+                          f"{', '.join(repr(k) for k in KINDS)}")
+
+    # release ----------------------------------------------------------------------
+    def release_storage(self, storage: Storage) -> None:
+        """Home protocol: the storage's last handle went (or a forced free)."""
+        if storage.block:
+            self.give_block(storage.kind, storage.ptr, storage.block, storage._epoch)
+
+    def give_block(self, kind: str, ptr: int, size: int, epoch: Epoch) -> None:
+        """Return a block to the pool; never blocks (queues if the lock is busy)."""
+        if epoch is not self.epoch or state.shutting_down:
+            return  # predates a reset (or the interpreter is exiting): never reuse or free
+        if self.lock.acquire(False):
+            try:
+                if self.pending:
+                    self._apply_pending_locked()
+                self._put_locked(kind, ptr, size)
+            finally:
+                self.lock.release()
+        else:
+            self.pending.append((kind, ptr, size, epoch))
+
+    def _put_locked(self, kind: str, ptr: int, size: int) -> None:
+        free = self.free_lists[kind]
+        blocks = free.get(size)
+        if blocks is None:
+            free[size] = [ptr]
+        else:
+            blocks.append(ptr)
+        self.used -= size
+        self.pool_bytes += size
+        self.free_count += 1
+        self.free_bytes += size
+        self.live.pop(ptr, None)
+        history = state.history
+        if history is not None:
+            history.record("free", self.device, size, ptr, kind)
+
+    def _apply_pending_locked(self) -> None:
+        pending = self.pending
+        while pending:
+            kind, ptr, size, epoch = pending.pop()
+            if epoch is self.epoch:
+                self._put_locked(kind, ptr, size)
+
+    def apply_pending(self) -> None:
+        """Apply queued frees now (done before any statistic is reported)."""
+        if self.pending:
+            with self.lock:
+                self._apply_pending_locked()
+
+    # maintenance --------------------------------------------------------------------
+    def trim(self) -> int:
+        """Give every unused pool block back to the back-end; returns the bytes released."""
+        with self.lock:
+            self._apply_pending_locked()
+            blocks = [(kind, ptr, size) for kind, free in self.free_lists.items()
+                      for size, ptrs in free.items() for ptr in ptrs]
+            for free in self.free_lists.values():
+                free.clear()
+            self.pool_bytes = 0
+        released = 0
+        for kind, ptr, size in blocks:
+            try:
+                if not state.shutting_down:
+                    self.impl.free(self.index, kind, ptr, size)
+            except BackendError as e:
+                warnings.warn(f"freeing a pool block of {size} bytes on {self.device} "
+                              f"failed: {e}", GPUArraysWarning, stacklevel=2)
+            released += size
+        with self.lock:
+            self.reserved -= released
+            self.backend_frees += len(blocks)
+        return released
+
+    def synchronize(self) -> None:
+        self.apply_pending()
+        self.impl.synchronize(self.index)
+
+    def set_limit(self, limit: int | str | None) -> None:
+        self.limit = None if limit is None else parse_size(limit, self.device.total_memory)
+
+    def new_epoch(self) -> Epoch:
+        """Forget every block of the current epoch without freeing it (device reset)."""
+        with self.lock:
+            old = self.epoch
+            old.live = False
+            self.epoch = Epoch(old.generation + 1)
+            self.pending.clear()
+            for free in self.free_lists.values():
+                free.clear()
+            self.live.clear()
+            self.used = self.pool_bytes = self.reserved = 0
+            return old
+
+    def stats(self) -> dict:
+        """A consistent snapshot of the counters (queued frees applied first)."""
+        with self.lock:
+            self._apply_pending_locked()
+            return {
+                "used_bytes": self.used,
+                "reserved_bytes": self.used + self.pool_bytes,
+                "peak_used_bytes": self.peak,
+                "alloc_count": self.alloc_count,
+                "alloc_bytes": self.alloc_bytes,
+                "free_count": self.free_count,
+                "free_bytes": self.free_bytes,
+                "cache_hits": self.cache_hits,
+                "oom_retries": self.oom_retries,
+                "oom_last_step": self.oom_last_step,
+                "limit_bytes": self.limit,
+                "pool_cached_bytes": self.pool_bytes,
+                "pool_free_blocks": sum(len(p) for f in self.free_lists.values()
+                                        for p in f.values()),
+                "live_allocations": len(self.live),
+                "backend_alloc_count": self.backend_allocs,
+                "backend_free_count": self.backend_frees,
+                "generation": self.epoch.generation,
+            }
+
+    def reset_peak(self) -> None:
+        with self.lock:
+            self._apply_pending_locked()
+            self.peak = self.used
+
+    def record_hit(self) -> None:
+        self.cache_hits += 1
+        for rec in state.recorders:
+            rec.cache_hits += 1
+
+
+def timed(fn: Callable, *args):
+    """Run ``fn`` and add its time to every active recorder (only called while recording)."""
+    t0 = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        dt = time.perf_counter() - t0
+        for rec in state.recorders:
+            rec.seconds += dt

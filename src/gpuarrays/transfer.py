@@ -1,0 +1,240 @@
+"""Moving data: writes, copies, conversions, host transfers, gather/scatter.
+
+Written once above the back-end interface.  The back-end only offers
+contiguous upload/download, ``fill``, ``copy_strided`` (non-overlapping, with
+dtype conversion), ``gather`` and ``scatter``; everything else -- NumPy
+broadcasting, overlapping copies inside one storage, copies between devices
+(through the host), staging of strided transfers -- is composed here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import array as _array
+from ._raw import extent, ndarray_at
+from .backends.base import RawView
+from .layout import broadcast_strides, normalize_shape
+
+HOST_KINDS = ("host", "unified")
+
+
+def _impl(a):
+    dev = a._storage.device
+    return dev.impl, dev.index
+
+
+def _temp_like(shape: tuple, dtype: np.dtype, device, kind: str = "device"):
+    return _array.new_array(shape, dtype, device, kind)
+
+
+def _byte_range(view: RawView) -> tuple[int, int]:
+    lo, hi = extent(view.shape, view.strides, view.dtype.itemsize)
+    return view.ptr + lo, view.ptr + hi
+
+
+def _overlap(a: RawView, b: RawView) -> bool:
+    a_lo, a_hi = _byte_range(a)
+    b_lo, b_hi = _byte_range(b)
+    return a_lo < b_hi and b_lo < a_hi
+
+
+def copy_raw(dst, src) -> None:
+    """``dst[...] = src`` for two arrays on one device (src broadcast to dst's shape)."""
+    impl, index = _impl(dst)
+    d = dst._raw()
+    s = src._raw()
+    if s.shape != d.shape:
+        s = RawView(s.ptr, d.shape, broadcast_strides(s.shape, s.strides, d.shape), s.dtype)
+    if d == s or 0 in d.shape:
+        return
+    if _overlap(d, s):  # stage through a temporary so no element is read after it is written
+        tmp = _temp_like(src.shape, src.dtype, src.device)
+        try:
+            impl.copy_strided(index, tmp._raw(), src._raw())
+            t = tmp._raw()
+            if t.shape != d.shape:
+                t = RawView(t.ptr, d.shape, broadcast_strides(t.shape, t.strides, d.shape),
+                            t.dtype)
+            impl.copy_strided(index, d, t)
+        finally:
+            tmp.free()
+        return
+    impl.copy_strided(index, d, s)
+
+
+def assign(dst, value) -> None:
+    """``dst[...] = value``: a GPUArray, NumPy array, sequence or scalar, broadcast."""
+    if isinstance(value, _array.GPUArray):
+        if value.device == dst.device:
+            copy_raw(dst, value)
+            return
+        value = value.get()
+    dst._live()
+    try:
+        host = np.asarray(value, dtype=dst.dtype)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"cannot assign {type(value).__name__} {value!r:.80} to a {dst.dtype} "
+                      f"array: {e}") from None
+    upload(dst, host)
+
+
+def upload(dst, host: np.ndarray) -> None:
+    """Write a host array (already of dst's dtype) into ``dst``, broadcasting."""
+    impl, index = _impl(dst)
+    d = dst._raw()
+    if host.shape != d.shape:
+        broadcast_strides(host.shape, host.strides, d.shape)  # raises on mismatch
+    if 0 in d.shape:
+        return
+    if host.size == 1:
+        impl.fill(index, d, host.reshape(()))
+        return
+    if host.shape == d.shape and dst._is_c() and host.flags.c_contiguous:
+        impl.upload(index, d.ptr, host)
+        return
+    staged = np.ascontiguousarray(host)
+    tmp = _temp_like(staged.shape, dst.dtype, dst.device)
+    try:
+        impl.upload(index, tmp._raw().ptr, staged)
+        copy_raw(dst, tmp)
+    finally:
+        tmp.free()
+
+
+def copy(src, dtype: np.dtype, order: str = "C"):
+    """A new array with ``src``'s values converted to ``dtype``, C- or F-ordered."""
+    src._live()
+    if order == "F" and src.ndim > 1:
+        reversed_c = _array.new_array(src.shape[::-1], dtype, src.device, src.kind)
+        out = reversed_c.T  # Fortran order: the transpose of a C array of reversed shape
+        reversed_c.free()
+    else:
+        out = _array.new_array(src.shape, dtype, src.device, src.kind)
+    try:
+        copy_raw(out, src)
+    except BaseException:
+        out.free()
+        raise
+    return out
+
+
+def to_host(src, out: np.ndarray | None = None) -> np.ndarray:
+    """Copy ``src`` to a new NumPy array, or into ``out`` (same shape)."""
+    src._live()
+    if out is not None:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a NumPy array, got {type(out).__name__}")
+        if out.shape != src.shape:
+            raise ValueError(f"out has shape {out.shape}, expected {src.shape}")
+        if out.dtype == src.dtype and out.flags.c_contiguous and out.flags.writeable:
+            _download_into(src, out)
+        else:
+            np.copyto(out, to_host(src))
+        return out
+    host = np.empty(src.shape, src.dtype)
+    _download_into(src, host)
+    return host
+
+
+def _download_into(src, host: np.ndarray) -> None:
+    if host.size == 0:
+        return
+    impl, index = _impl(src)
+    if src._is_c():
+        impl.download(index, host, src._raw().ptr)
+        return
+    tmp = _temp_like(src.shape, src.dtype, src.device)
+    try:
+        impl.copy_strided(index, tmp._raw(), src._raw())
+        impl.download(index, host, tmp._raw().ptr)
+    finally:
+        tmp.free()
+
+
+def to_device(src, device, kind: str | None):
+    """``src`` on ``device``/``kind``: itself when already there, else a copy."""
+    src._live()
+    kind = src.kind if kind is None else kind
+    if device == src.device and kind == src.kind:
+        return src
+    out = _array.new_array(src.shape, src.dtype, device, kind)
+    try:
+        if device == src.device:
+            copy_raw(out, src)
+        else:
+            upload(out, to_host(src))
+    except BaseException:
+        out.free()
+        raise
+    return out
+
+
+def host_view(a) -> np.ndarray:
+    """NumPy view of host/unified memory, holding a handle while it lives."""
+    st = a._live()
+    if st.kind not in HOST_KINDS:
+        raise TypeError(
+            f"this GPUArray is in {st.kind!r} memory on {st.device}, which NumPy cannot read "
+            f"directly; copy it with a.get() (or ga.to_numpy(a)), or allocate it with "
+            f"kind='host' or kind='unified' for zero-copy host views")
+    st.device.impl.synchronize(st.device.index)
+    handle = a.view()  # the NumPy array owns this handle; it is released when NumPy drops it
+    return ndarray_at(st.ptr + a.offset, a.shape, a.strides, a.dtype,
+                      readonly=not a._writeable, owner=handle)
+
+
+# advanced indexing -------------------------------------------------------------------
+def _offsets(a, key) -> np.ndarray:
+    """Byte offsets (from the storage start) of the elements ``a[key]`` selects."""
+    grid = np.full(a.shape, a.offset, dtype=np.int64)
+    for axis, (n, s) in enumerate(zip(a.shape, a.strides)):
+        shape = [1] * a.ndim
+        shape[axis] = n
+        grid += (np.arange(n, dtype=np.int64) * s).reshape(shape)
+    items = key if type(key) is tuple else (key,)
+    host_key = tuple(k.get() if isinstance(k, _array.GPUArray) else k for k in items)
+    return grid[host_key if type(key) is tuple else host_key[0]]
+
+
+def _not_supported(impl, what: str) -> NotImplementedError:
+    return NotImplementedError(f"{what} (advanced indexing) is not implemented by the "
+                               f"{impl.name} back-end yet; use basic indexing or .get()")
+
+
+def gather(a, key):
+    """``a[key]`` for an advanced index: a copy in new storage."""
+    st = a._live()
+    offsets = _offsets(a, key)
+    out = _array.new_array(normalize_shape(offsets.shape), a.dtype, a.device, a.kind)
+    impl, index = _impl(a)
+    if not hasattr(impl, "gather"):
+        out.free()
+        raise _not_supported(impl, "gather")
+    try:
+        impl.gather(index, out._raw(), st.ptr, np.ascontiguousarray(offsets).ravel())
+    except BaseException:
+        out.free()
+        raise
+    return out
+
+
+def scatter(a, key, value) -> None:
+    """``a[key] = value`` for an advanced index."""
+    st = a._live()
+    offsets = _offsets(a, key)
+    impl, index = _impl(a)
+    if not hasattr(impl, "scatter"):
+        raise _not_supported(impl, "scatter")
+    if isinstance(value, _array.GPUArray):
+        value = value.get()
+    host = np.broadcast_to(np.asarray(value, dtype=a.dtype), offsets.shape)
+    staged = np.ascontiguousarray(host)
+    if staged.size == 0:
+        return
+    tmp = _temp_like(staged.shape, a.dtype, a.device)
+    try:
+        impl.upload(index, tmp._raw().ptr, staged)
+        impl.scatter(index, st.ptr, np.ascontiguousarray(offsets).ravel(), tmp._raw())
+    finally:
+        tmp.free()

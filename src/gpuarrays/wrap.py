@@ -1,0 +1,236 @@
+"""Foreign memory: ``unsafe_wrap`` and ``pointer_info`` (SPEC 8.1).
+
+A wrapped array is an ordinary ``GPUArray`` over a storage whose home is a
+:class:`WrapHome`: when the last handle goes it frees the memory through the
+back-end (``own=True``), drops the ``owner`` object, and removes the host
+registration ("pin") it took.  Pins are counted per range in shared code, so
+overlapping wraps register once and the last one unregisters -- also with
+``own=False``.  Wraps are not allocations: they bypass pools, caches and
+statistics.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+
+from ._raw import extent
+from ._state import state
+from .array import GPUArray, wrap_storage
+from .backends.base import KINDS, PointerInfo
+from .devices import get_device
+from .dtypes import normalize_dtype
+from .errors import BackendError, GPUArraysWarning
+from .layout import normalize_shape
+from .storage import Storage
+
+__all__ = ["unsafe_wrap", "pointer_info", "pin_count"]
+
+
+class _Pins:
+    """Reference-counted host registrations of one device: [(start, end, count)]."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ranges: dict[tuple[int, int], int] = {}
+        self.pending: list[tuple[int, int]] = []  # unpins queued by finalizers
+
+    def pin(self, device, start: int, end: int) -> tuple[int, int]:
+        with self.lock:
+            self._apply_locked(device)
+            for (s, e), count in self.ranges.items():
+                if s <= start and end <= e:
+                    self.ranges[(s, e)] = count + 1
+                    return s, e
+            device.impl.register_host(device.index, start, end - start)
+            self.ranges[(start, end)] = 1
+            return start, end
+
+    def unpin(self, device, rng: tuple[int, int]) -> None:
+        if self.lock.acquire(False):
+            try:
+                self._apply_locked(device)
+                self._unpin_locked(device, rng)
+            finally:
+                self.lock.release()
+        else:
+            self.pending.append(rng)
+
+    def _apply_locked(self, device) -> None:
+        while self.pending:
+            self._unpin_locked(device, self.pending.pop())
+
+    def _unpin_locked(self, device, rng: tuple[int, int]) -> None:
+        count = self.ranges.get(rng, 0) - 1
+        if count > 0:
+            self.ranges[rng] = count
+            return
+        if self.ranges.pop(rng, None) is not None:
+            device.impl.unregister_host(device.index, rng[0])
+
+    def forget(self) -> None:
+        """Device reset: the platform dropped every registration; forget ours."""
+        with self.lock:
+            self.ranges.clear()
+            self.pending.clear()
+
+
+_pins: dict[object, _Pins] = {}
+_pins_lock = threading.Lock()
+
+
+def _pins_of(device) -> _Pins:
+    pins = _pins.get(device)
+    if pins is None:
+        with _pins_lock:
+            pins = _pins.setdefault(device, _Pins())
+    return pins
+
+
+def pin_count(device=None) -> dict[tuple[int, int], int]:
+    """Host ranges currently registered for ``device`` by wraps, with their counts."""
+    pins = _pins_of(get_device(device))
+    with pins.lock:
+        pins._apply_locked(get_device(device))
+        return dict(pins.ranges)
+
+
+def forget_pins(device) -> None:
+    _pins_of(device).forget()
+
+
+class WrapHome:
+    """Home of a wrapped storage: free if owned, unpin, drop the owner."""
+
+    __slots__ = ("free_ptr", "pinned")
+
+    def __init__(self, free_ptr: int | None, pinned: tuple[int, int] | None) -> None:
+        self.free_ptr = free_ptr  # the address to free (own=True), else None
+        self.pinned = pinned
+
+    def release_storage(self, storage: Storage) -> None:
+        device = storage.device
+        storage.owner = None
+        if state.shutting_down or storage._epoch is not device.memory.epoch:
+            return  # after a reset the platform already forgot this memory
+        try:
+            if self.pinned is not None:
+                _pins_of(device).unpin(device, self.pinned)
+            if self.free_ptr is not None:
+                device.impl.free(device.index, storage.kind, self.free_ptr, storage.nbytes)
+        except BackendError as e:
+            warnings.warn(f"releasing wrapped memory at 0x{storage.ptr:x} failed: {e}",
+                          GPUArraysWarning, stacklevel=2)
+
+
+def pointer_info(ptr: int, device=None) -> PointerInfo | None:
+    """What ``device``'s back-end knows about address ``ptr``: kind, device, base, size."""
+    if isinstance(ptr, bool) or not isinstance(ptr, (int, np.integer)):
+        raise TypeError(f"ptr must be an int address, got {type(ptr).__name__}")
+    dev = get_device(device)
+    info = dev.impl.pointer_info(int(ptr))
+    if info is None:
+        return None
+    return PointerInfo(info.kind, _device_of(dev, info.device), info.base, info.size)
+
+
+def _device_of(dev, index):
+    from .devices import devices
+
+    for d in devices(dev.backend):
+        if d.index == index:
+            return d
+    return dev
+
+
+def unsafe_wrap(ptr_or_array, shape=None, dtype=None, *, strides=None, device=None,
+                kind: str | None = None, own: bool = False, owner: object = None) -> GPUArray:
+    """A GPUArray over memory gpuarrays did not allocate: no copy, no allocation.
+
+    ``ptr_or_array``: an int address (of element 0), or a NumPy array / buffer
+    (kept alive as the owner).  ``kind=None`` detects the kind from the pointer
+    (``ValueError`` when it cannot be known).  ``own=True`` frees the memory
+    with the back-end's call when the last handle goes; ``owner`` is kept
+    alive instead (the two exclude each other).  Unsafe: the caller vouches
+    that the memory is valid for the whole layout.
+    """
+    if own and owner is not None:
+        raise ValueError("own=True and owner= exclude each other: either gpuarrays frees "
+                         "the memory (own) or it keeps the owner alive (owner)")
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown memory kind {kind!r}: expected one of "
+                         f"{', '.join(repr(k) for k in KINDS)}")
+    writeable = True
+    if isinstance(ptr_or_array, bool):
+        raise TypeError("ptr must be an int address or an array, got a bool")
+    if isinstance(ptr_or_array, (int, np.integer)):
+        ptr = int(ptr_or_array)
+        if shape is None:
+            raise ValueError("unsafe_wrap of an address needs shape= (and dtype=)")
+        dt = normalize_dtype(np.float64 if dtype is None else dtype)
+    else:
+        if own:
+            raise ValueError("own=True is only for int addresses: the memory of "
+                             f"{type(ptr_or_array).__name__} belongs to that object")
+        host = _as_ndarray(ptr_or_array)
+        ptr = host.__array_interface__["data"][0]
+        writeable = bool(host.flags.writeable)
+        owner = host
+        dt = normalize_dtype(host.dtype if dtype is None else dtype)
+        if shape is None:
+            shape, strides = host.shape, host.strides if strides is None else strides
+        if dtype is not None and dt != host.dtype and strides is None and shape == host.shape:
+            raise ValueError(f"wrapping a {host.dtype} array as {dt} needs shape= to match")
+        if kind is None:
+            kind = "host"
+    shape = normalize_shape(shape)
+    itemsize = dt.itemsize
+    if strides is None:
+        from ._raw import c_strides
+
+        strides = c_strides(shape, itemsize)
+    else:
+        strides = tuple(int(s) for s in strides)
+        if len(strides) != len(shape):
+            raise ValueError(f"strides {strides} do not match shape {shape}")
+    lo, hi = extent(shape, strides, itemsize)
+    nbytes = hi - lo
+    if ptr < 0:
+        raise ValueError(f"ptr must be a non-negative address, got {ptr}")
+    if ptr == 0 and nbytes:
+        raise ValueError(f"cannot wrap a NULL pointer with a non-zero size ({nbytes} bytes "
+                         f"for shape {shape}); only zero-size arrays may use NULL")
+    dev = get_device(device)
+    dev.require(dt)
+    info = dev.impl.pointer_info(ptr + lo) if ptr else None
+    if kind is None:
+        if info is None:
+            if nbytes:
+                raise ValueError(f"cannot tell the memory kind of address 0x{ptr:x} on {dev}; "
+                                 f"pass kind='device', 'host' or 'unified'")
+            kind = "device"
+        else:
+            kind = info.kind
+    if kind not in dev.kinds:
+        raise ValueError(f"device {dev} does not support memory kind {kind!r}; "
+                         f"it supports {', '.join(dev.kinds)}")
+    pinned = None
+    if (nbytes and kind == "host" and dev.impl.needs_host_registration and info is not None
+            and info.size == 0):
+        pinned = _pins_of(dev).pin(dev, ptr + lo, ptr + hi)
+    home = WrapHome(ptr if own else None, pinned)
+    storage = Storage(ptr + lo, nbytes, dev, kind, home, dev.memory.epoch, 0, owned=bool(own),
+                      owner=owner)
+    return wrap_storage(storage, shape, strides, dt, -lo, writeable)
+
+
+def _as_ndarray(obj) -> np.ndarray:
+    if isinstance(obj, np.ndarray):
+        return obj
+    try:
+        return np.asarray(memoryview(obj))
+    except TypeError:
+        raise TypeError(f"unsafe_wrap expects an int address, a NumPy array or an object "
+                        f"with the buffer protocol, got {type(obj).__name__}") from None
