@@ -458,6 +458,7 @@ class OpenCLBackend:
         self._lib = lib
         self._devices = devices
         self._infos = [self._describe(dev) for dev in devices]
+        self._max_alloc = [int(dev.max_mem_alloc_size) for dev in devices]
         self._states: dict[int, _DeviceState] = {}
         self._lock = threading.Lock()
         self._starts: list[int] = []  # sorted allocation addresses
@@ -527,10 +528,10 @@ class OpenCLBackend:
         state = self._state(index)
         flags = CL_MEM_READ_WRITE | (CL_MEM_SVM_FINE_GRAIN_BUFFER if kind != "device" else 0)
         size = max(nbytes, 1)
-        if size > self._devices[index].max_mem_alloc_size:
+        if size > self._max_alloc[index]:
             raise BackendOutOfMemory(
                 f"{nbytes} bytes exceed the largest allocation of opencl:{index} "
-                f"({self._devices[index].max_mem_alloc_size} bytes)"
+                f"({self._max_alloc[index]} bytes)"
             )
         ptr = self._lib.clSVMAlloc(state.ctx, flags, size, 0)
         if not ptr:
