@@ -17,13 +17,15 @@ import numpy as np
 
 from . import transfer
 from ._raw import c_strides, is_c_contiguous, is_f_contiguous
+from ._state import state
 from .alloc import new_storage
+from .cache import current_cache
 from .backends.base import RawView
 from .devices import get_device
-from .dtypes import normalize_dtype
+from .dtypes import _checked, normalize_dtype
 from .errors import GPUArraysWarning
 from .layout import basic_index, engine, from_engine, normalize_shape
-from .storage import FREED_CACHE, FREED_FORCED, Storage
+from .storage import FREED_CACHE, FREED_FORCED, FREED_LOCAL, Storage
 
 __all__ = ["GPUArray", "new_array", "wrap_storage"]
 
@@ -73,11 +75,27 @@ def _make(storage: Storage, shape: tuple, strides: tuple, offset: int, dtype: np
 def new_array(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArray:
     """A C-contiguous, uninitialised array (shape and dtype already normalised)."""
     itemsize = dtype.itemsize
-    size = 1
-    for n in shape:
-        size *= n
-    storage = new_storage(device, kind, size * itemsize)
-    return _make(storage, shape, c_strides(shape, itemsize), 0, dtype, True, True)
+    if len(shape) == 1:
+        nbytes = shape[0] * itemsize
+        strides = (itemsize,)
+    else:
+        nbytes = math.prod(shape) * itemsize
+        strides = c_strides(shape, itemsize)
+    if nbytes and current_cache.get() is None and not state.recorders:
+        storage = device.memory.new_storage(kind, nbytes)  # the pooled hot path
+    else:
+        storage = new_storage(device, kind, nbytes)
+    a = _new(GPUArray)
+    a._storage = storage
+    storage._handles.append(None)
+    a._shape = shape
+    a._strides = strides
+    a._offset = 0
+    a._dtype = dtype
+    a._writeable = True
+    a._contig = True
+    a._freed = False
+    return a
 
 
 def wrap_storage(storage: Storage, shape: tuple, strides: tuple, dtype: np.dtype,
@@ -134,10 +152,16 @@ class GPUArray:
         storage = self._storage
         if not self._freed:
             self._freed = True
-            if force:
-                storage._handles.pop()
-            else:
-                storage.decref()
+            handles = storage._handles
+            handles.pop()
+            if not force:
+                if not handles:
+                    try:
+                        storage._token.pop()  # only one releaser can win this
+                    except IndexError:
+                        return
+                    storage._reason = FREED_LOCAL
+                    storage._home.release_storage(storage)
                 return
         if force:
             storage.release(FREED_FORCED)
@@ -258,9 +282,27 @@ class GPUArray:
         return self._derive(shape, strides, offset, dtype, writeable)
 
     def __getitem__(self, key) -> GPUArray:
-        if self._freed:
+        st = self._storage
+        if self._freed or st._reason is not None or not st._epoch.live:
             raise self._freed_error()
-        found = basic_index(self._shape, self._strides, key)
+        shape = self._shape
+        if type(key) is slice and shape and key.step is None:
+            # Hot path: a[i:j] -- NumPy's arithmetic inlined, zero-size results deferred.
+            start, stop, _ = key.indices(shape[0])
+            if stop > start:
+                strides = self._strides
+                a = _new(GPUArray)
+                a._storage = st
+                st._handles.append(None)
+                a._shape = (stop - start,) + shape[1:]
+                a._strides = strides
+                a._offset = self._offset + start * strides[0]
+                a._dtype = self._dtype
+                a._writeable = self._writeable
+                a._contig = self._contig
+                a._freed = False
+                return a
+        found = basic_index(shape, self._strides, key)
         if found is not None:
             shape, strides, delta = found
             return self._derive(shape, strides, self._offset + delta, self._dtype,
@@ -279,15 +321,38 @@ class GPUArray:
         ``copy=False`` raises ``ValueError`` when a copy would be needed;
         reshaping to the same shape returns ``self``.
         """
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+        if len(shape) == 1:
             shape = shape[0]
+            if type(shape) is int and copy is None and order == "C" and self._contig:
+                # Hot path: a contiguous array to 1-d.
+                st = self._storage
+                if self._freed or st._reason is not None or not st._epoch.live:
+                    raise self._freed_error()
+                old_shape = self._shape
+                if len(old_shape) == 1 and (shape == old_shape[0] or shape == -1):
+                    return self
+                if shape == -1:
+                    shape = math.prod(old_shape)
+                if shape == math.prod(old_shape):
+                    a = _new(GPUArray)
+                    a._storage = st
+                    st._handles.append(None)
+                    a._shape = (shape,)
+                    a._strides = (self._dtype.itemsize,)
+                    a._offset = self._offset
+                    a._dtype = self._dtype
+                    a._writeable = self._writeable
+                    a._contig = True
+                    a._freed = False
+                    return a
         if order not in ("C", "F", "A"):
             raise ValueError(f"order must be 'C', 'F' or 'A', got {order!r}")
         if type(shape) is tuple and shape == self._shape and copy is not True:
             self._live()
             return self
-        if order == "C" and copy is None and self._is_c() and not self._freed:
-            new_shape = _resolve_shape(shape, self.size)
+        if order == "C" and copy is None and not self._freed and (
+                self._contig or self._contig is None and self._is_c()):
+            new_shape = _resolve_shape(shape, math.prod(self._shape))
             if new_shape is not None:
                 if new_shape == self._shape:
                     self._live()
@@ -317,10 +382,28 @@ class GPUArray:
         if dtype is None:
             return self._derive(self._shape, self._strides, self._offset, self._dtype,
                                 self._writeable, self._contig)
+        st = self._storage
+        dt = _checked.get(dtype) if type(dtype) is not list else None
+        if (dt is not None and dt.itemsize == self._dtype.itemsize
+                and dt in st.device._ok_dtypes):
+            # Hot path: same-itemsize reinterpretation of a checked dtype.
+            if self._freed or st._reason is not None or not st._epoch.live:
+                raise self._freed_error()
+            a = _new(GPUArray)
+            a._storage = st
+            st._handles.append(None)
+            a._shape = self._shape
+            a._strides = self._strides
+            a._offset = self._offset
+            a._dtype = dt
+            a._writeable = self._writeable
+            a._contig = self._contig
+            a._freed = False
+            return a
         if isinstance(dtype, type) and issubclass(dtype, GPUArray):
             return self.view()
         dt = normalize_dtype(dtype)
-        self._storage.device.require(dt)
+        st.device.require(dt)
         if dt.itemsize == self._dtype.itemsize and dt.subdtype is None:
             return self._derive(self._shape, self._strides, self._offset, dt,
                                 self._writeable, self._contig)
@@ -335,8 +418,20 @@ class GPUArray:
 
     @property
     def T(self) -> GPUArray:
-        return self._derive(self._shape[::-1], self._strides[::-1], self._offset, self._dtype,
-                            self._writeable)
+        st = self._storage
+        if self._freed or st._reason is not None or not st._epoch.live:
+            raise self._freed_error()
+        a = _new(GPUArray)
+        a._storage = st
+        st._handles.append(None)
+        a._shape = self._shape[::-1]
+        a._strides = self._strides[::-1]
+        a._offset = self._offset
+        a._dtype = self._dtype
+        a._writeable = self._writeable
+        a._contig = None if len(self._shape) > 1 else self._contig
+        a._freed = False
+        return a
 
     @property
     def mT(self) -> GPUArray:

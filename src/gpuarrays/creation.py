@@ -6,8 +6,8 @@ import numpy as np
 
 from . import transfer
 from .array import GPUArray, new_array
-from .devices import get_device
-from .dtypes import normalize_dtype
+from .devices import _current, _default, Device, get_device
+from .dtypes import _checked, normalize_dtype
 from .layout import normalize_shape
 
 __all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
@@ -30,8 +30,18 @@ def empty(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArr
     shapes, kinds and devices, ``UnsupportedDTypeError`` for bad dtypes,
     ``OutOfMemoryError`` when memory cannot be found.
     """
-    dev = get_device(device)
-    return new_array(normalize_shape(shape), _dtype_for(dtype, dev), dev, kind)
+    if device is None:
+        dev = _current.get() or (_default[0] if _default else get_device(None))
+    else:
+        dev = device if type(device) is Device else get_device(device)
+    if type(shape) is int and shape >= 0:
+        shape = (shape,)
+    else:
+        shape = normalize_shape(shape)
+    dt = _checked.get(dtype) if type(dtype) is not list else None
+    if dt is None or dt not in dev._ok_dtypes:
+        dt = _dtype_for(dtype, dev)
+    return new_array(shape, dt, dev, kind)
 
 
 def full(shape, fill_value, dtype=None, *, device=None, kind: str = "device") -> GPUArray:

@@ -233,7 +233,9 @@ def get_device(spec: Device | str | None = None) -> Device:
     """
     if spec is None:
         dev = _current.get()
-        return dev if dev is not None else default_device()
+        if dev is not None:
+            return dev
+        return _default[0] if _default else default_device()
     if type(spec) is Device:
         return spec
     if isinstance(spec, str):

@@ -31,6 +31,8 @@ from .errors import BackendError, GPUArraysWarning, OutOfMemoryError
 from .sizes import format_bytes, parse_size
 from .storage import Epoch, Storage
 
+_new = object.__new__
+
 __all__ = ["MemoryManager", "GRANULARITY", "round_size", "ladder_hooks", "usage_hooks"]
 
 GRANULARITY = 512
@@ -54,9 +56,9 @@ class MemoryManager:
     """Pools, counters, limit and epoch of one device.  Created by ``Device``."""
 
     __slots__ = (
-        "device", "impl", "index", "lock", "pending", "free_lists", "live", "epoch",
-        "used", "pool_bytes", "reserved", "peak", "alloc_count", "alloc_bytes", "free_count",
-        "free_bytes", "cache_hits", "oom_retries", "oom_last_step", "backend_allocs",
+        "device", "impl", "index", "lock", "pending", "free_lists", "live", "sites", "epoch",
+        "used", "pool_bytes", "reserved", "peak", "alloc_count", "alloc_bytes", "dropped_count",
+        "dropped_bytes", "cache_hits", "oom_retries", "oom_last_step", "backend_allocs",
         "backend_frees", "limit", "_in_report",
     )
 
@@ -67,10 +69,13 @@ class MemoryManager:
         self.lock = threading.Lock()
         self.pending: list[tuple] = []
         self.free_lists: dict[str, dict[int, list[int]]] = {k: {} for k in device.kinds}
-        self.live: dict[int, tuple] = {}  # ptr -> (size, kind, site)
+        self.live: dict[int, int] = {}  # ptr -> block size, for every block out of the pool
+        self.sites: dict[int, str | None] = {}  # ptr -> allocation site (while recording)
         self.epoch = Epoch(0)
         self.used = self.pool_bytes = self.reserved = self.peak = 0
-        self.alloc_count = self.alloc_bytes = self.free_count = self.free_bytes = 0
+        self.alloc_count = self.alloc_bytes = 0
+        # Blocks that left the books at a reset without being freed (free counts exclude them).
+        self.dropped_count = self.dropped_bytes = 0
         self.cache_hits = self.oom_retries = self.backend_allocs = self.backend_frees = 0
         self.oom_last_step: str | None = None
         self._in_report = False
@@ -82,17 +87,15 @@ class MemoryManager:
 
     # allocation -----------------------------------------------------------------
     def new_storage(self, kind: str, nbytes: int) -> Storage:
-        """A fresh pooled storage of ``nbytes`` (its home is this manager)."""
-        ptr, size = self.take_block(kind, nbytes)
-        return Storage(ptr, nbytes, self.device, kind, self, self.epoch, size)
+        """A fresh pooled storage of ``nbytes`` (its home is this manager).
 
-    def take_block(self, kind: str, nbytes: int) -> tuple[int, int]:
-        """Take a block of at least ``nbytes`` out of the pool: ``(ptr, block_size)``."""
+        The hot path of every allocation: a warm-pool hit is a dict lookup and
+        a list pop under the lock, then the storage object.
+        """
         size = (nbytes + GRANULARITY - 1) & _MASK
-        try:
-            free = self.free_lists[kind]
-        except KeyError:
-            raise self._bad_kind(kind) from None
+        free = self.free_lists.get(kind)
+        if free is None:
+            raise self._bad_kind(kind)
         lock = self.lock
         lock.acquire()
         try:
@@ -102,21 +105,59 @@ class MemoryManager:
             if blocks:
                 ptr = blocks.pop()
                 self.pool_bytes -= size
-                self._count_taken_locked(ptr, size, kind)
-                return ptr, size
+                used = self.used = self.used + size
+                if used > self.peak:
+                    self.peak = used
+                self.alloc_count += 1
+                self.alloc_bytes += size
+                self.live[ptr] = size
+            else:
+                ptr = 0
         finally:
             lock.release()
-        return self._grow(kind, size), size
+        if ptr:
+            if state.history is not None or state.recorders:
+                self._note_taken(ptr, size, kind)
+        else:
+            ptr = self._grow(kind, size)
+        st = _new(Storage)
+        st.ptr = ptr
+        st.nbytes = nbytes
+        st.device = self.device
+        st.kind = kind
+        st.owned = True
+        st.owner = None
+        st.block = size
+        st._epoch = self.epoch
+        st._home = self
+        st._handles = []
+        st._token = [None]
+        st._reason = None
+        return st
+
+    def take_block(self, kind: str, nbytes: int) -> tuple[int, int]:
+        """Take a block of at least ``nbytes`` out of the pool: ``(ptr, block_size)``."""
+        size = (nbytes + GRANULARITY - 1) & _MASK
+        if kind not in self.free_lists:
+            raise self._bad_kind(kind)
+        ptr = self._try_pool(kind, size)
+        if ptr is None:
+            ptr = self._grow(kind, size)
+        return ptr, size
 
     def _count_taken_locked(self, ptr: int, size: int, kind: str) -> None:
-        self.used += size
-        if self.used > self.peak:
-            self.peak = self.used
+        used = self.used = self.used + size
+        if used > self.peak:
+            self.peak = used
         self.alloc_count += 1
         self.alloc_bytes += size
+        self.live[ptr] = size
+
+    def _note_taken(self, ptr: int, size: int, kind: str) -> None:
+        """History and record_allocations bookkeeping (only while they are active)."""
         history = state.history
-        self.live[ptr] = (size, kind, history.site() if history is not None else None)
         if history is not None:
+            self.sites[ptr] = history.site()
             history.record("alloc", self.device, size, ptr, kind)
         for rec in state.recorders:
             rec.count += 1
@@ -148,6 +189,7 @@ class MemoryManager:
                 return None
             self.backend_allocs += 1
             self._count_taken_locked(ptr, size, kind)
+        self._note_taken(ptr, size, kind)
         return ptr
 
     def _try_pool(self, kind: str, size: int) -> int | None:
@@ -159,7 +201,8 @@ class MemoryManager:
             ptr = blocks.pop()
             self.pool_bytes -= size
             self._count_taken_locked(ptr, size, kind)
-            return ptr
+        self._note_taken(ptr, size, kind)
+        return ptr
 
     def _ladder(self, kind: str, size: int) -> int:
         """SPEC 6: reclaim, cheapest first, retrying after each step; then fail."""
@@ -219,20 +262,32 @@ class MemoryManager:
     # release ----------------------------------------------------------------------
     def release_storage(self, storage: Storage) -> None:
         """Home protocol: the storage's last handle went (or a forced free)."""
-        if storage.block:
-            self.give_block(storage.kind, storage.ptr, storage.block, storage._epoch)
+        self.give_block(storage.kind, storage.ptr, storage.block, storage._epoch)
 
     def give_block(self, kind: str, ptr: int, size: int, epoch: Epoch) -> None:
-        """Return a block to the pool; never blocks (queues if the lock is busy)."""
+        """Return a block to the pool; never blocks (queues if the lock is busy).
+
+        Also the hot path of every free.
+        """
         if epoch is not self.epoch or state.shutting_down:
             return  # predates a reset (or the interpreter is exiting): never reuse or free
-        if self.lock.acquire(False):
+        lock = self.lock
+        if lock.acquire(False):
             try:
                 if self.pending:
                     self._apply_pending_locked()
-                self._put_locked(kind, ptr, size)
+                blocks = self.free_lists[kind].get(size)
+                if blocks is None:
+                    self.free_lists[kind][size] = [ptr]
+                else:
+                    blocks.append(ptr)
+                self.used -= size
+                self.pool_bytes += size
+                del self.live[ptr]
             finally:
-                self.lock.release()
+                lock.release()
+            if state.history is not None:
+                self._note_put(kind, ptr, size)
         else:
             self.pending.append((kind, ptr, size, epoch))
 
@@ -245,12 +300,13 @@ class MemoryManager:
             blocks.append(ptr)
         self.used -= size
         self.pool_bytes += size
-        self.free_count += 1
-        self.free_bytes += size
-        self.live.pop(ptr, None)
-        history = state.history
-        if history is not None:
-            history.record("free", self.device, size, ptr, kind)
+        del self.live[ptr]
+        if state.history is not None:
+            self._note_put(kind, ptr, size)
+
+    def _note_put(self, kind: str, ptr: int, size: int) -> None:
+        self.sites.pop(ptr, None)
+        state.history.record("free", self.device, size, ptr, kind)
 
     def _apply_pending_locked(self) -> None:
         pending = self.pending
@@ -305,7 +361,10 @@ class MemoryManager:
             self.pending.clear()
             for free in self.free_lists.values():
                 free.clear()
+            self.dropped_count += len(self.live)
+            self.dropped_bytes += self.used
             self.live.clear()
+            self.sites.clear()
             self.used = self.pool_bytes = self.reserved = 0
             return old
 
@@ -319,8 +378,8 @@ class MemoryManager:
                 "peak_used_bytes": self.peak,
                 "alloc_count": self.alloc_count,
                 "alloc_bytes": self.alloc_bytes,
-                "free_count": self.free_count,
-                "free_bytes": self.free_bytes,
+                "free_count": self.alloc_count - len(self.live) - self.dropped_count,
+                "free_bytes": self.alloc_bytes - self.used - self.dropped_bytes,
                 "cache_hits": self.cache_hits,
                 "oom_retries": self.oom_retries,
                 "oom_last_step": self.oom_last_step,

@@ -81,12 +81,13 @@ def status_text(device=None, top: int = 5) -> str:
         f"{format_bytes(s['limit_bytes'])}, device total {format_bytes(dev.total_memory)}",
         f"  peak used      {format_bytes(s['peak_used_bytes'])}",
     ]
-    largest = sorted(list(mgr.live.items()), key=lambda item: -item[1][0])[:top]
+    largest = sorted(list(mgr.live.items()), key=lambda item: -item[1])[:top]
     if largest:
         lines.append("  largest live allocations:")
-        for ptr, (size, kind, site) in largest:
+        for ptr, size in largest:
+            site = mgr.sites.get(ptr)
             where = f"  at {site}" if site else ""
-            lines.append(f"    {format_bytes(size):>10}  {kind:<8} 0x{ptr:x}{where}")
+            lines.append(f"    {format_bytes(size):>10}  0x{ptr:x}{where}")
         if state.history is None:
             lines.append("  (start ga.memory_history to see where allocations were made)")
     return "\n".join(lines)

@@ -81,7 +81,12 @@ class Storage:
         handles = self._handles
         handles.pop()
         if not handles:
-            self.release(FREED_LOCAL)
+            try:
+                self._token.pop()
+            except IndexError:
+                return
+            self._reason = FREED_LOCAL
+            self._home.release_storage(self)
 
     def release(self, reason: str) -> bool:
         """Give the memory back now, whatever handles remain.  True if this call did it."""
