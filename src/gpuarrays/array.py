@@ -81,8 +81,12 @@ def new_array(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArray:
     else:
         nbytes = math.prod(shape) * itemsize
         strides = c_strides(shape, itemsize)
-    if nbytes and current_cache.get() is None and not state.recorders:
-        storage = device.memory.new_storage(kind, nbytes)  # the pooled hot path
+    if nbytes and not state.recorders:  # the hot paths: pool or cache, not timed
+        cache = current_cache.get()
+        if cache is None:
+            storage = device.memory.new_storage(kind, nbytes)
+        else:
+            storage = cache.storage(device, kind, nbytes)
     else:
         storage = new_storage(device, kind, nbytes)
     a = _new(GPUArray)

@@ -27,6 +27,8 @@ from .pool import ladder_hooks, usage_hooks
 from .sizes import format_bytes
 from .storage import FREED_CACHE, Storage
 
+_new = object.__new__
+
 __all__ = ["AllocCache", "cached", "uncached", "current_cache"]
 
 current_cache: ContextVar[AllocCache | None] = ContextVar("gpuarrays_cache", default=None)
@@ -60,7 +62,9 @@ class AllocCache:
         """A storage over a cached buffer (reused when one is free, else a new one)."""
         mgr = device.memory
         key = (mgr, kind, nbytes)
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if self._returned:
                 self._drain_locked()
             buffers = self._free.get(key)
@@ -68,30 +72,54 @@ class AllocCache:
                 ptr, block, epoch = buffers.pop()
                 if epoch.live:
                     self.hits += 1
-                    mgr.record_hit()
-                    st = Storage(ptr, nbytes, device, kind, self, epoch, block)
-                    self._busy[st] = None
-                    if state.history is not None:
-                        state.history.record("reuse", device, block, ptr, kind)
-                    return st
-            self.misses += 1
-        ptr, block = mgr.take_block(kind, nbytes)  # outside our lock: the ladder may call us
-        st = Storage(ptr, nbytes, device, kind, self, mgr.epoch, block)
-        with self._lock:
-            self._busy[st] = None
+                    break
+            else:
+                ptr = 0
+                self.misses += 1
+        finally:
+            lock.release()
+        if ptr:
+            next(mgr.cache_hits)
+            if state.recorders:
+                for rec in state.recorders:
+                    rec.cache_hits += 1
+            if state.history is not None:
+                state.history.record("reuse", device, block, ptr, kind)
+        else:  # outside our lock: the ladder may come back to us
+            ptr, block = mgr.take_block(kind, nbytes)
+            epoch = mgr.epoch
+        st = _new(Storage)
+        st.ptr = ptr
+        st.nbytes = nbytes
+        st.device = device
+        st.kind = kind
+        st.owned = True
+        st.owner = None
+        st.block = block
+        st._epoch = epoch
+        st._home = self
+        st._handles = []
+        st._token = [None]
+        st._reason = None
+        self._busy[st] = None
         return st
 
     def release_storage(self, storage: Storage) -> None:
-        """Home protocol; may run in a finalizer, so it only appends."""
-        self._returned.append(storage)
-
-    def _drain_locked(self) -> None:
-        returned = self._returned
-        while returned:
-            st = returned.pop()
-            if self._busy.pop(st, 0) is None and st._epoch.live:
-                key = (st.device.memory, st.kind, st.nbytes)
-                self._free.setdefault(key, []).append((st.ptr, st.block, st._epoch))
+        """Home protocol; may run in a finalizer, so it never waits for the lock."""
+        if self._lock.acquire(False):
+            try:
+                if self._busy.pop(storage, 0) is None and storage._epoch.live:
+                    key = (storage.device.memory, storage.kind, storage.nbytes)
+                    buffers = self._free.get(key)
+                    entry = (storage.ptr, storage.block, storage._epoch)
+                    if buffers is None:
+                        self._free[key] = [entry]
+                    else:
+                        buffers.append(entry)
+            finally:
+                self._lock.release()
+        else:
+            self._returned.append(storage)
 
     # giving back --------------------------------------------------------------------
     def free(self) -> None:

@@ -19,6 +19,7 @@ when it is applied, so it can never reach memory handed out since.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import threading
 import time
@@ -76,7 +77,8 @@ class MemoryManager:
         self.alloc_count = self.alloc_bytes = 0
         # Blocks that left the books at a reset without being freed (free counts exclude them).
         self.dropped_count = self.dropped_bytes = 0
-        self.cache_hits = self.oom_retries = self.backend_allocs = self.backend_frees = 0
+        self.oom_retries = self.backend_allocs = self.backend_frees = 0
+        self.cache_hits = itertools.count()
         self.oom_last_step: str | None = None
         self._in_report = False
         env = os.environ.get("GPUARRAYS_MEMORY_LIMIT")
@@ -380,7 +382,7 @@ class MemoryManager:
                 "alloc_bytes": self.alloc_bytes,
                 "free_count": self.alloc_count - len(self.live) - self.dropped_count,
                 "free_bytes": self.alloc_bytes - self.used - self.dropped_bytes,
-                "cache_hits": self.cache_hits,
+                "cache_hits": self.cache_hits.__reduce__()[1][0],
                 "oom_retries": self.oom_retries,
                 "oom_last_step": self.oom_last_step,
                 "limit_bytes": self.limit,
@@ -399,7 +401,8 @@ class MemoryManager:
             self.peak = self.used
 
     def record_hit(self) -> None:
-        self.cache_hits += 1
+        """Count a cache hit on this device (lock-free: ``next`` on a counter is atomic)."""
+        next(self.cache_hits)
         for rec in state.recorders:
             rec.cache_hits += 1
 
