@@ -121,6 +121,15 @@ class AllocCache:
         else:
             self._returned.append(storage)
 
+    def _drain_locked(self) -> None:
+        """Apply releases that arrived while the lock was busy."""
+        returned = self._returned
+        while returned:
+            st = returned.pop()
+            if self._busy.pop(st, 0) is None and st._epoch.live:
+                key = (st.device.memory, st.kind, st.nbytes)
+                self._free.setdefault(key, []).append((st.ptr, st.block, st._epoch))
+
     # giving back --------------------------------------------------------------------
     def free(self) -> None:
         """Release every buffer to the pool; arrays still using one become freed.
