@@ -25,6 +25,17 @@ Decisions (SPEC 2.1):
   byte addresses, and views whose addresses or strides are not multiples of the
   element size use byte-wise loads and stores.  float16 goes through
   ``vload_half``/``vstore_half``, so ``cl_khr_fp16`` is not needed to store it.
+* **float16 support is reported honestly**: ``DeviceInfo.float16`` (hence
+  ``dev.supports(np.float16)``) is true only for devices that can *compute*
+  with ``half`` -- ``cl_khr_fp16`` or a non-zero ``CL_DEVICE_HALF_FP_CONFIG``.
+  Storing and copying float16 would work everywhere thanks to
+  ``vload_half``/``vstore_half``, but a float16 array that no kernel on the
+  device (PyOpenCL's, a user's) can do arithmetic on is not what a user who
+  asks ``supports(float16)`` means.  PoCL's CPU device has neither the
+  extension nor a half config (checked with pocl-binary-distribution 3.0), so it refuses float16.
+* :meth:`OpenCLBackend.context_and_queue` hands out the PyOpenCL context and
+  queue of a device (public through ``gpuarrays.interop.pyopencl``), so other
+  libraries enqueue on the same in-order queue as we do.
 * **No host registration**: ``clEnqueueSVMMemcpy`` reads and writes any host
   address directly, and OpenCL has no call that pins arbitrary host memory
   (only ``CL_MEM_USE_HOST_PTR`` buffers, which have no SVM address), so
@@ -489,11 +500,21 @@ class OpenCLBackend:
             kinds=kinds,
             accelerator=bool(dev.type & cl.device_type.GPU) and "device" in kinds,
             float64="cl_khr_fp64" in extensions or bool(dev.double_fp_config),
-            float16="cl_khr_fp16" in extensions,
+            float16=_has_fp16(cl, dev, extensions),
         )
 
     def device_count(self) -> int:
         return len(self._devices)
+
+    def context_and_queue(self, index: int) -> tuple[object, object]:
+        """The ``pyopencl.Context`` and in-order ``pyopencl.CommandQueue`` of device ``index``.
+
+        Every allocation and kernel of this back-end on the device uses them, so
+        PyOpenCL work enqueued on this queue is ordered with ours.  A reset
+        replaces both: ask again afterwards.
+        """
+        state = self._state(index)
+        return state.context, state.queue
 
     def device_info(self, index: int) -> DeviceInfo:
         return self._infos[index]
@@ -884,6 +905,23 @@ class OpenCLBackend:
 
     def unregister_host(self, index: int, ptr: int) -> None:
         """Nothing to do (see :meth:`register_host`)."""
+
+
+def _has_fp16(cl, dev, extensions: list[str]) -> bool:
+    """Whether the device computes in ``half``: ``cl_khr_fp16`` or a half-precision config.
+
+    Our own kernels only *store* float16 (``vload_half``/``vstore_half`` work
+    without the extension), but ``supports(float16)`` promises more: that code
+    on the device -- PyOpenCL kernels over our arrays, for instance -- can
+    compute with it.  So a device without half arithmetic (PoCL's CPU device)
+    refuses float16 arrays, as SPEC 2 says.
+    """
+    if "cl_khr_fp16" in extensions:
+        return True
+    try:
+        return bool(dev.half_fp_config)
+    except cl.Error:  # CL_DEVICE_HALF_FP_CONFIG is optional before OpenCL 3.0
+        return False
 
 
 def _kernel_names(key: tuple) -> tuple[str, ...]:
