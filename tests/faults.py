@@ -23,6 +23,8 @@ Choosing failures::
     fb.capacity = 1 << 20               # allocate fails while the bytes it allocated
                                         # (and that are still live) + nbytes > capacity
     fb.heal()                           # no more failures (capacity too)
+    fb.on_call("allocate", fn)          # call fn(*args) before each allocate reaches the
+                                        # back-end (e.g. gc.collect() inside an allocation)
 
 Installing it on a device (restores the real back-end afterwards, also on error)::
 
@@ -32,7 +34,9 @@ Installing it on a device (restores the real back-end afterwards, also on error)
         assert fb.calls["free"] == 3
 
 or with the ``faulty`` pytest fixture (needs the ``device`` fixture of
-conftest.py; import it into the test module: ``from faults import faulty``).
+conftest.py).  Make it visible in a test module with ``import faults`` and
+``faulty = faults.faulty`` (an assignment keeps ruff's F811 quiet where an
+import of the fixture would not).
 
 ``inject`` replaces ``device.impl`` and ``device.memory.impl`` (the pool keeps
 its own reference); both are plain attributes.  The wrapper is shared by every
@@ -81,6 +85,7 @@ class FaultyBackend:
         self.capacity: int | None = None
         # method -> list of [calls to let through first, failures left (None: forever)]
         self._plans: dict[str, list[list]] = {}
+        self._hooks: dict[str, object] = {}
 
     # choosing failures ------------------------------------------------------------
     def fail(self, method: str, *, nth: int = 1, times: int | None = 1) -> None:
@@ -99,10 +104,25 @@ class FaultyBackend:
         """Fail the next ``times`` allocations in a row with ``BackendOutOfMemory``."""
         self.fail("allocate", times=times)
 
+    def on_call(self, method: str, fn) -> None:
+        """Call ``fn(*args)`` (the call's arguments) before each ``method`` call is forwarded.
+
+        ``fn=None`` removes the hook.  The hook runs outside the wrapper's lock; an
+        exception it raises propagates to the caller as the call's own.
+        """
+        if method not in PRIMITIVES:
+            raise ValueError(f"{method!r} is not a back-end primitive; expected one of {PRIMITIVES}")
+        with self._lock:
+            if fn is None:
+                self._hooks.pop(method, None)
+            else:
+                self._hooks[method] = fn
+
     def heal(self) -> None:
-        """Cancel every planned failure and the capacity."""
+        """Cancel every planned failure, hook and the capacity."""
         with self._lock:
             self._plans.clear()
+            self._hooks.clear()
             self.capacity = None
 
     def reset_counts(self) -> None:
@@ -120,8 +140,11 @@ class FaultyBackend:
             return sum(self.live.values())
 
     # the protocol -----------------------------------------------------------------------
-    def _enter(self, method: str, nbytes: int = 0) -> None:
-        """Count the call; raise the injected failure when one is due."""
+    def _enter(self, method: str, args: tuple, nbytes: int = 0) -> None:
+        """Run the hook, count the call; raise the injected failure when one is due."""
+        hook = self._hooks.get(method)
+        if hook is not None:
+            hook(*args)
         with self._lock:
             self.calls[method] += 1
             due = False
@@ -147,7 +170,7 @@ class FaultyBackend:
             raise BackendError(f"{self.name}.{method}", INJECTED_CODE, "injected fault")
 
     def allocate(self, index: int, kind: str, nbytes: int) -> int:
-        self._enter("allocate", nbytes)
+        self._enter("allocate", (index, kind, nbytes), nbytes)
         ptr = self.real.allocate(index, kind, nbytes)
         with self._lock:
             self.allocated.append((ptr, nbytes))
@@ -155,14 +178,14 @@ class FaultyBackend:
         return ptr
 
     def free(self, index: int, kind: str, ptr: int, nbytes: int) -> None:
-        self._enter("free")
+        self._enter("free", (index, kind, ptr, nbytes))
         self.real.free(index, kind, ptr, nbytes)
         with self._lock:
             self.freed.append((ptr, nbytes))
             self.live.pop(ptr, None)
 
     def reset(self, index: int) -> None:
-        self._enter("reset")
+        self._enter("reset", (index,))
         self.real.reset(index)
         with self._lock:
             self.live.clear()  # the platform freed everything
@@ -179,7 +202,7 @@ class FaultyBackend:
 
 def _forwarder(method: str):
     def call(self, *args, **kwargs):
-        self._enter(method)
+        self._enter(method, args)
         return getattr(self.real, method)(*args, **kwargs)
 
     call.__name__ = method
