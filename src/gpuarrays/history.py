@@ -41,7 +41,7 @@ class History:
         self._events: collections.deque = collections.deque(maxlen=100_000)
         self._stacks = True
         self._t0 = time.perf_counter()
-        self._site_stack: list[str] | None = None
+        self._local = threading.local()  # .stack: the site() stack of this thread's allocation
 
     def start(self, max_entries: int = 100_000, stacks: bool = True) -> None:
         """Start (or restart) recording, keeping at most ``max_entries`` events."""
@@ -65,8 +65,8 @@ class History:
         """The allocation site of the current call (used by the pool when recording)."""
         if not self._stacks:
             return None
-        self._site_stack = _user_frames()
-        return self._site_stack[0] if self._site_stack else None
+        stack = self._local.stack = _user_frames()
+        return stack[0] if stack else None
 
     def record(self, action: str, device, size: int, address: int, kind: str) -> None:
         event = {
@@ -78,9 +78,9 @@ class History:
             "kind": kind,
         }
         if self._stacks and action in ("alloc", "reuse"):
-            stack = self._site_stack if action == "alloc" else _user_frames()
+            stack = getattr(self._local, "stack", None) if action == "alloc" else _user_frames()
             event["stack"] = stack or []
-            self._site_stack = None
+            self._local.stack = None
         self._events.append(event)
 
     def snapshot(self) -> dict:
