@@ -9,6 +9,8 @@ broadcasting, overlapping copies inside one storage, copies between devices
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import array as _array
@@ -46,6 +48,9 @@ def copy_raw(dst, src) -> None:
     s = src._raw()
     if s.shape != d.shape:
         s = RawView(s.ptr, d.shape, broadcast_strides(s.shape, s.strides, d.shape), s.dtype)
+    if s.dtype.kind == "c" and d.dtype.kind not in "cb":  # as NumPy, on every back-end
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=4)
     if d == s or 0 in d.shape:
         return
     if _overlap(d, s):  # stage through a temporary so no element is read after it is written

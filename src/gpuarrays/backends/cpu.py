@@ -110,7 +110,10 @@ class CpuBackend:
     def copy_strided(self, index: int, dst: RawView, src: RawView) -> None:
         if 0 in dst.shape:
             return
-        np.copyto(ndarray_at(*dst), ndarray_at(*src), casting="unsafe")
+        s = ndarray_at(*src)
+        if s.dtype.kind == "c" and dst.dtype.kind not in "cb":
+            s = s.real  # the core warns (ComplexWarning) once, for every back-end
+        np.copyto(ndarray_at(*dst), s, casting="unsafe")
 
     def gather(self, index: int, dst: RawView, src_base: int, offsets: np.ndarray) -> None:
         if offsets.size == 0:
