@@ -1,0 +1,562 @@
+"""Micro-benchmarks of SPEC 12, side by side in one process (``gpuarrays bench``).
+
+One implementation, used by ``gpuarrays bench`` and by ``python benchmarks/run.py``.
+Every figure is the median, over many repetitions, of the mean time per
+operation of a loop timed with ``time.perf_counter_ns`` (the loop is compiled
+from source, as ``timeit`` does, so no function call is added to the
+operation; the garbage collector is off while a loop runs, as in ``timeit``).
+
+Groups:
+
+* ``derive``   -- ``a[1:]``, ``a.reshape(4096)``, ``a.view(np.int32)``, ``a.T`` of
+  a 64x64 float32 array: gpuarrays vs NumPy vs PyTorch (vs ``pyopencl.array``
+  on OpenCL devices);
+* ``alloc``    -- allocate + free of a 4 KiB array from a warm pool vs
+  ``np.empty`` / ``torch.empty`` (vs raw SVM and ``pyopencl.array.empty``);
+* ``cache``    -- the same inside ``ga.cached`` (a cache hit) vs the pool path;
+* ``fragmentation`` -- the pool path with 10, 1000 and 10000 free blocks of
+  assorted sizes in the pool;
+* ``dlpack``   -- ``numpy.from_dlpack(a)`` and ``ga.from_dlpack(np_array)`` vs
+  PyTorch doing the same;
+* ``copy``     -- host-to-device (``ga.asarray``) and device-to-host
+  (``a.get(out=...)``) throughput vs a NumPy copy;
+* ``workload`` -- the pipeline of ``gpuarrays demo`` without and with a cache.
+
+Optional libraries (PyTorch, PyOpenCL) are imported lazily; their columns are
+left empty when they are not installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+import numpy as np
+
+import gpuarrays as ga
+
+__all__ = ["Settings", "run", "format_report", "main", "add_arguments"]
+
+_clock = time.perf_counter_ns
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """How long to measure: repetitions per figure and the time one repetition aims at."""
+
+    repeat: int = 51
+    target_ns: int = 2_000_000  # one repetition's loop runs for about this long
+    copy_sizes: tuple[int, ...] = (1 << 20, 64 << 20)
+    fragment_counts: tuple[int, ...] = (10, 1000, 10_000)
+    workload_iterations: int = 40
+    workload_repeat: int = 5
+    name: str = "full"
+
+    @classmethod
+    def quick(cls) -> Settings:
+        return cls(repeat=21, target_ns=1_000_000, copy_sizes=(1 << 20, 16 << 20),
+                   workload_iterations=10, workload_repeat=3, name="quick")
+
+    @classmethod
+    def smoke(cls) -> Settings:
+        """A run that only checks the harness works (figures mean nothing)."""
+        return cls(repeat=2, target_ns=100_000, copy_sizes=(1 << 16,),
+                   fragment_counts=(10, 100), workload_iterations=2, workload_repeat=1,
+                   name="smoke")
+
+
+# timing ---------------------------------------------------------------------------
+
+def _compile(stmt: str, setup: str, teardown: str, ns: dict) -> Callable[[int], int]:
+    def block(code: str, indent: str) -> str:
+        lines = code.strip("\n").splitlines() or ["pass"]
+        return "\n".join(indent + line for line in lines)
+
+    src = (f"def _bench(_n):\n{block(setup, '    ')}\n    _t0 = _clock()\n"
+           f"    for _ in range(_n):\n{block(stmt, '        ')}\n    _t1 = _clock()\n"
+           f"{block(teardown, '    ')}\n    return _t1 - _t0\n")
+    scope = dict(ns)
+    scope["_clock"] = _clock
+    exec(compile(src, "<gpuarrays-bench>", "exec"), scope)
+    return scope["_bench"]
+
+
+def measure(stmt: str, ns: dict, settings: Settings, setup: str = "",
+            teardown: str = "") -> float:
+    """Median over ``settings.repeat`` repetitions of the time per run of ``stmt`` (ns)."""
+    fn = _compile(stmt, setup, teardown, ns)
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        fn(2)  # warm up (first-use costs, kernel compilation)
+        n = 1
+        while True:  # calibrate: the loop count that takes about target_ns
+            t = fn(n)
+            if t >= settings.target_ns // 5 or n >= 1 << 24:
+                break
+            n *= 4 if t < settings.target_ns // 50 else 2
+        number = max(1, int(n * settings.target_ns / max(t, 1)))
+        times = [fn(number) / number for _ in range(settings.repeat)]
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return statistics.median(times)
+
+
+# optional libraries ------------------------------------------------------------------
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _pyopencl(dev):
+    """(cl, cl_array, context, queue) on ``dev``'s OpenCL device, or None."""
+    if dev.backend != "opencl":
+        return None
+    try:
+        import pyopencl as cl
+        import pyopencl.array as cl_array
+    except ImportError:
+        return None
+    try:
+        from .interop.pyopencl import context_and_queue
+
+        ctx, queue = context_and_queue(dev)
+    except ImportError:
+        found = [d for p in cl.get_platforms() for d in p.get_devices()]
+        ctx = cl.Context([found[dev.index]])
+        queue = cl.CommandQueue(ctx)
+    return cl, cl_array, ctx, queue
+
+
+# results ----------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Row:
+    group: str
+    name: str
+    unit: str  # "ns" (per operation), "GB/s", "ms/iter", ...
+    values: dict[str, float | None]
+    extra: dict[str, object] = dataclasses.field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"group": self.group, "name": self.name, "unit": self.unit,
+                "values": self.values, **self.extra}
+
+
+@dataclasses.dataclass
+class Target:
+    name: str
+    ratio: float | None  # measured ratio (ours / reference)
+    limit: float  # pass when ratio <= limit
+    aim: float | None = None
+    reference: str = ""
+    note: str = ""
+
+    @property
+    def met(self) -> bool | None:
+        return None if self.ratio is None else self.ratio <= self.limit
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "ratio": self.ratio, "limit": self.limit, "aim": self.aim,
+                "reference": self.reference, "met": self.met, "note": self.note}
+
+
+class Progress:
+    """A progress bar on stderr: ``[#####.....] 12/40 derive a[1:]``."""
+
+    def __init__(self, total: int, stream: TextIO | None) -> None:
+        self.total = max(total, 1)
+        self.done = 0
+        self.stream = stream
+        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if self.stream is None:
+            return
+        width = 30
+        filled = width * self.done // self.total
+        bar = "#" * filled + "." * (width - filled)
+        text = f"[{bar}] {self.done}/{self.total} {label}"
+        if self.tty:
+            end = "\n" if self.done >= self.total else ""
+            self.stream.write(f"\r{text:<78.78}{end}")
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+# the benchmarks ----------------------------------------------------------------------
+
+_DERIVES = (("a[1:]", "a[1:]"), ("a.reshape(4096)", "a.reshape(4096)"),
+            ("a.view(int32)", None), ("a.T", "a.T"))
+
+
+def _bench_derive(dev, settings, libs, rows, targets) -> None:
+    torch = libs["torch"]
+    ocl = libs["pyopencl"]
+    a = ga.empty((64, 64), np.float32, device=dev)
+    h = np.empty((64, 64), np.float32)
+    t = torch.empty((64, 64), dtype=torch.float32) if torch else None
+    c = ocl[1].empty(ocl[3], (64, 64), np.float32) if ocl else None
+    for name, stmt in _DERIVES:
+        values: dict[str, float | None] = {}
+        values["gpuarrays"] = measure(stmt or "a.view(np.int32)", {"a": a, "np": np}, settings)
+        values["numpy"] = measure(stmt or "a.view(np.int32)", {"a": h, "np": np}, settings)
+        values["torch"] = (measure(stmt or "a.view(torch.int32)", {"a": t, "torch": torch},
+                                   settings) if torch else None)
+        if ocl:
+            values["pyopencl.array"] = measure(stmt or "a.view(np.int32)",
+                                               {"a": c, "np": np}, settings)
+        rows.append(Row("derive", name, "ns", values))
+        libs["progress"].step(f"derive {name}")
+        if dev.backend == "cpu" and values["torch"]:
+            targets.append(Target(f"derived {name}", values["gpuarrays"] / values["torch"],
+                                  1.0, 0.5, "torch"))
+        if ocl:
+            targets.append(Target(f"derived {name}",
+                                  values["gpuarrays"] / values["pyopencl.array"], 0.1, None,
+                                  "pyopencl.array"))
+    a.free()
+
+
+def _bench_alloc(dev, settings, libs, rows, targets) -> None:
+    torch = libs["torch"]
+    ocl = libs["pyopencl"]
+    ns = {"ga": ga, "np": np, "f32": np.dtype(np.float32), "dev": dev, "cache": ga.AllocCache()}
+    ga.empty((1024,), np.float32, device=dev).free()  # warm pool: one 4 KiB block
+    pool = measure("x = ga.empty((1024,), f32, device=dev)\nx.free()", ns, settings)
+    values: dict[str, float | None] = {
+        "gpuarrays": pool,
+        "numpy": measure("x = np.empty(1024, np.float32)\ndel x", ns, settings),
+        "torch": (measure("x = torch.empty(1024, dtype=torch.float32)\ndel x",
+                          {"torch": torch}, settings) if torch else None),
+    }
+    if ocl:
+        cl, cl_array, ctx, queue = ocl
+        flags = cl.svm_mem_flags.READ_WRITE
+        values["raw SVM"] = measure("x = cl.SVMAllocation(ctx, 4096, 0, flags)\nx.release()",
+                                    {"cl": cl, "ctx": ctx, "flags": flags}, settings)
+        values["pyopencl.array"] = measure(
+            "x = cl_array.empty(queue, (1024,), np.float32)\ndel x",
+            {"cl_array": cl_array, "queue": queue, "np": np}, settings)
+        queue.finish()
+    rows.append(Row("alloc", "allocate+free 4 KiB (warm pool)", "ns", values))
+    libs["progress"].step("alloc 4 KiB")
+    if dev.backend == "cpu" and values["torch"]:
+        targets.append(Target("pooled allocate+free", pool / values["torch"], 0.7, None,
+                              "torch.empty+release"))
+    if ocl:
+        targets.append(Target("pooled allocate+free", pool / values["pyopencl.array"], 0.1,
+                              None, "pyopencl.array.empty"))
+        targets.append(Target("pooled allocate+free", pool / values["raw SVM"], 1.0, None,
+                              "raw clSVMAlloc+clSVMFree", "must be cheaper"))
+
+    cache = ns["cache"]
+    with ga.cached(cache):
+        ga.empty((1024,), np.float32, device=dev).free()  # one cached buffer
+    hit = measure("x = ga.empty((1024,), f32, device=dev)\nx.free()", ns, settings,
+                  setup="_cm = ga.cached(cache)\n_cm.__enter__()",
+                  teardown="_cm.__exit__(None, None, None)")
+    cache.free()
+    rows.append(Row("cache", "allocate+free 4 KiB", "ns",
+                    {"cache hit (ga.cached)": hit, "pool path": pool}))
+    libs["progress"].step("cache hit")
+    targets.append(Target("cache hit vs pool path", hit / pool, 1.0, None, "pool path",
+                          "must be cheaper"))
+
+
+def _bench_fragmentation(dev, settings, libs, rows, targets) -> None:
+    rng = np.random.default_rng(1)
+    ns = {"ga": ga, "f32": np.dtype(np.float32), "dev": dev}
+    values: dict[str, float | None] = {}
+    blocks: dict[str, object] = {}
+    ga.trim(dev)
+    for count in settings.fragment_counts:
+        sizes = rng.integers(1, 33, size=count) * 512 - rng.integers(0, 100, size=count)
+        held = [ga.empty((int(s),), np.uint8, device=dev) for s in sizes]
+        for x in held:
+            x.free()
+        del held
+        ga.empty((1024,), np.float32, device=dev).free()
+        blocks[str(count)] = ga.memory_stats(dev)["pool_free_blocks"]
+        values[f"{count} free blocks"] = measure(
+            "x = ga.empty((1024,), f32, device=dev)\nx.free()", ns, settings)
+        ga.trim(dev)
+        libs["progress"].step(f"fragmentation {count}")
+    rows.append(Row("fragmentation", "allocate+free 4 KiB", "ns", values,
+                    {"pool_free_blocks": blocks}))
+    first, last = values[next(iter(values))], values[list(values)[-1]]
+    targets.append(Target(f"allocation with {settings.fragment_counts[-1]} vs "
+                          f"{settings.fragment_counts[0]} free blocks", last / first, 1.5, 1.0,
+                          f"{settings.fragment_counts[0]} free blocks",
+                          "time must not grow with the number of free blocks"))
+
+
+def _bench_dlpack(dev, settings, libs, rows, targets) -> None:
+    torch = libs["torch"]
+    a = ga.zeros((64, 64), np.float32, device=dev)
+    h = np.zeros((64, 64), np.float32)
+    ns = {"np": np, "ga": ga, "a": a, "h": h, "torch": torch, "dev": dev}
+    skipped = None
+    try:
+        from .interop import dlpack  # noqa: F401
+    except ImportError as e:
+        skipped = f"gpuarrays.interop.dlpack is not available ({e})"
+    if skipped is None:
+        try:
+            np.from_dlpack(a)
+            ga.from_dlpack(h, device=dev)
+        except (BufferError, TypeError, ValueError, RuntimeError, NotImplementedError) as e:
+            skipped = f"DLPack exchange with NumPy is not possible on {dev}: {e}"
+    t = torch.zeros((64, 64), dtype=torch.float32) if torch else None
+    ns["t"] = t
+    export = {"gpuarrays": None if skipped else measure("np.from_dlpack(a)", ns, settings),
+              "torch": measure("np.from_dlpack(t)", ns, settings) if torch else None}
+    rows.append(Row("dlpack", "export: numpy.from_dlpack(x)", "ns", export,
+                    {"skipped": skipped} if skipped else {}))
+    libs["progress"].step("dlpack export")
+    imp = {"gpuarrays": None if skipped else measure("ga.from_dlpack(h, device=dev)", ns,
+                                                     settings),
+           "torch": measure("torch.from_dlpack(h)", ns, settings) if torch else None}
+    rows.append(Row("dlpack", "import: from_dlpack(np_array)", "ns", imp,
+                    {"skipped": skipped} if skipped else {}))
+    libs["progress"].step("dlpack import")
+    if dev.backend == "cpu" and torch:
+        for name, vals in (("DLPack export to numpy.from_dlpack", export),
+                           ("DLPack import from NumPy", imp)):
+            ratio = None if vals["gpuarrays"] is None else vals["gpuarrays"] / vals["torch"]
+            targets.append(Target(name, ratio, 1.0, None, "torch", skipped or ""))
+    a.free()
+
+
+def _bench_copy(dev, settings, libs, rows, targets) -> None:
+    from .sizes import format_bytes
+
+    for nbytes in settings.copy_sizes:
+        h = np.ones(nbytes // 4, np.float32)
+        o = np.empty_like(h)
+        a = ga.asarray(h, device=dev)
+        ns = {"ga": ga, "np": np, "h": h, "o": o, "a": a, "dev": dev}
+        up = measure("x = ga.asarray(h, device=dev)\nx.free()", ns, settings)
+        down = measure("a.get(out=o)\ndev.synchronize()", ns, settings)
+        ref = measure("np.copyto(o, h)", ns, settings)
+        rows.append(Row("copy", f"{format_bytes(nbytes)}", "GB/s",
+                        {"host->device (ga.asarray)": nbytes / up,
+                         "device->host (a.get(out=))": nbytes / down,
+                         "numpy copy (np.copyto)": nbytes / ref},
+                        {"nbytes": nbytes}))
+        a.free()
+        libs["progress"].step(f"copy {format_bytes(nbytes)}")
+
+
+def _bench_workload(dev, settings, libs, rows, targets) -> None:
+    from .demo import make_batches, pipeline_step, run_workload
+
+    batches = make_batches(min(settings.workload_iterations, 4))
+    pipeline_step(batches[0], dev)  # warm-up: kernels, pool
+    runs: dict[str, list] = {"without cache": [], "with cache": []}
+    for rep in range(settings.workload_repeat):  # alternate, so drift hits both alike
+        for cache in ((None, ga.AllocCache()) if rep % 2 == 0 else (ga.AllocCache(), None)):
+            ga.trim(dev)
+            r = run_workload(settings.workload_iterations, dev, cache, batches, check=False)
+            runs[r.label].append(r)
+            if cache is not None:
+                cache.free()
+    results = []
+    for label, rs in runs.items():  # the run of median time stands for its configuration
+        rs.sort(key=lambda r: r.seconds)
+        results.append(rs[len(rs) // 2])
+        libs["progress"].step(f"workload {label}")
+    for field, unit, fn in (
+            ("time per iteration", "ms/iter", lambda r: r.per_iteration_ms),
+            ("allocations per iteration", "allocs/iter", lambda r: r.allocations / r.iterations),
+            ("cache hits per iteration", "hits/iter", lambda r: r.cache_hits / r.iterations),
+            ("peak memory", "bytes", lambda r: r.peak_bytes)):
+        rows.append(Row("workload", field, unit, {r.label: float(fn(r)) for r in results},
+                        {"iterations": settings.workload_iterations,
+                         "runs": settings.workload_repeat}))
+
+
+_GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
+           ("fragmentation", _bench_fragmentation, None), ("dlpack", _bench_dlpack, 2),
+           ("copy", _bench_copy, None), ("workload", _bench_workload, 2))
+
+
+def run(device=None, settings: Settings | None = None, progress: TextIO | None = None,
+        groups: tuple[str, ...] | None = None) -> dict:
+    """Run the benchmarks on ``device``; returns the JSON-serialisable results."""
+    settings = settings or Settings()
+    dev = ga.get_device(device)
+    torch = _torch()
+    libs = {"torch": torch, "pyopencl": _pyopencl(dev)}
+    chosen = [g for g in _GROUPS if groups is None or g[0] in groups]
+    total = sum(len(settings.fragment_counts) if name == "fragmentation" else
+                len(settings.copy_sizes) if name == "copy" else n for name, _, n in chosen)
+    libs["progress"] = Progress(total, progress)
+    rows: list[Row] = []
+    targets: list[Target] = []
+    started = time.perf_counter()
+    with ga.use_device(dev):
+        for _, fn, _ in chosen:
+            fn(dev, settings, libs, rows, targets)
+    versions = {"gpuarrays": ga.__version__, "numpy": np.__version__,
+                "torch": getattr(torch, "__version__", None)}
+    if libs["pyopencl"]:
+        versions["pyopencl"] = libs["pyopencl"][0].VERSION_TEXT
+    return {
+        "device": str(dev),
+        "device_name": dev.name,
+        "settings": dataclasses.asdict(settings),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": versions,
+        "seconds": time.perf_counter() - started,
+        "results": [r.as_dict() for r in rows],
+        "targets": [t.as_dict() for t in targets],
+    }
+
+
+# the report --------------------------------------------------------------------------
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "ns":
+        if value < 1000:
+            return f"{value:.0f} ns"
+        if value < 1e6:
+            return f"{value / 1e3:.2f} us"
+        return f"{value / 1e6:.2f} ms"
+    if unit == "bytes":
+        from .sizes import format_bytes
+
+        return format_bytes(int(value))
+    if unit == "GB/s":
+        return f"{value:.2f} GB/s"
+    return f"{value:.2f}"
+
+
+def _table(header: list[str], body: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    out = ["  " + "  ".join(h.ljust(w) if i == 0 else h.rjust(w)
+                            for i, (h, w) in enumerate(zip(header, widths, strict=True)))]
+    for r in body:
+        out.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                                    for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+    return out
+
+
+def format_report(result: dict) -> str:
+    """The human-readable report: one table per group, then the SPEC 12 targets."""
+    lines = [f"gpuarrays bench on {result['device']} ({result['device_name']}), "
+             f"{result['settings']['name']} settings: median of "
+             f"{result['settings']['repeat']} repetitions per figure",
+             "versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items() if v)]
+    groups: dict[str, list[dict]] = {}
+    for row in result["results"]:
+        groups.setdefault(row["group"], []).append(row)
+    for group, rows in groups.items():
+        lines.append("")
+        columns: list[str] = []
+        for row in rows:
+            for col in row["values"]:
+                if col not in columns:
+                    columns.append(col)
+        ratio = group in ("derive", "alloc", "dlpack") and "torch" in columns
+        header = [f"{group} ({rows[0]['unit']})" if group != "workload" else group, *columns]
+        if ratio:
+            header.append("gpuarrays/torch")
+        body = []
+        for row in rows:
+            vals = row["values"]
+            cells = [row["name"]] + [_fmt(vals.get(c), row["unit"]) for c in columns]
+            if ratio:
+                g, t = vals.get("gpuarrays"), vals.get("torch")
+                cells.append(f"{g / t:.2f}x" if g and t else "-")
+            body.append(cells)
+        lines.extend(_table(header, body))
+        for row in rows:
+            if row.get("skipped"):
+                lines.append(f"  ({row['name']}: skipped: {row['skipped']})")
+        if group == "fragmentation":
+            blocks = rows[0].get("pool_free_blocks", {})
+            lines.append("  free blocks in the pool while measuring: "
+                         + ", ".join(f"{v}" for v in blocks.values()))
+    if result["targets"]:
+        lines.append("")
+        lines.append("SPEC 12 targets (ratio = gpuarrays / reference; lower is better):")
+        body = []
+        for t in result["targets"]:
+            verdict = {True: "ok", False: "MISSED", None: "n/a"}[t["met"]]
+            aim = f", aim {t['aim']:g}" if t["aim"] is not None else ""
+            body.append([t["name"], f"vs {t['reference']}",
+                         "-" if t["ratio"] is None else f"{t['ratio']:.2f}x",
+                         f"<= {t['limit']:g}{aim}", verdict])
+        lines.extend(_table(["target", "reference", "ratio", "limit", ""], body))
+    lines.append("")
+    lines.append(f"({result['seconds']:.1f} s)")
+    return "\n".join(lines)
+
+
+# command line -------------------------------------------------------------------------
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--device", default=None,
+                        help="device spec such as cpu:0 or opencl:0 (default: the default device)")
+    parser.add_argument("--json", metavar="PATH", default=None,
+                        help="also write the results as JSON to PATH")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer repetitions and smaller copies (a few seconds)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a tiny run that only checks the harness (figures mean nothing)")
+    parser.add_argument("--only", metavar="GROUPS", default=None,
+                        help="comma-separated groups to run: "
+                        + ",".join(name for name, _, _ in _GROUPS))
+
+
+def command_line(args) -> str:
+    """The ``gpuarrays bench ...`` command that reproduces this run."""
+    words = ["gpuarrays", "bench"]
+    if args.device:
+        words += ["--device", args.device]
+    for flag in ("quick", "smoke"):
+        if getattr(args, flag):
+            words.append(f"--{flag}")
+    if args.only:
+        words += ["--only", args.only]
+    return " ".join(words)
+
+
+def main(args) -> int:
+    """Entry point used by ``gpuarrays bench`` and ``benchmarks/run.py``."""
+    settings = (Settings.smoke() if args.smoke else Settings.quick() if args.quick
+                else Settings())
+    groups = None
+    if args.only:
+        groups = tuple(g.strip() for g in args.only.split(",") if g.strip())
+        unknown = [g for g in groups if g not in {name for name, _, _ in _GROUPS}]
+        if unknown:
+            print(f"gpuarrays bench: unknown group(s) {', '.join(unknown)}; expected "
+                  f"{', '.join(name for name, _, _ in _GROUPS)}", file=sys.stderr)
+            return 2
+    result = run(args.device, settings, progress=sys.stderr, groups=groups)
+    result["command"] = command_line(args)
+    print(format_report(result))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=1)
+        print(f"results written to {args.json}")
+    return 0
