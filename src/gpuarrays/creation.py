@@ -147,6 +147,7 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
 
 
 def _from_gpuarray(a: GPUArray, dtype, device, kind, copy) -> GPUArray:
+    a._live()  # a freed array is never handed back (FreedArrayError)
     dev = a.device if device is None else get_device(device)
     kind = a.kind if kind is None else kind
     dt = a.dtype if dtype is None else _dtype_for(dtype, dev)
