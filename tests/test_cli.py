@@ -1,0 +1,235 @@
+"""The command line (SPEC 11): info, demo, bench and plot, run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpuarrays as ga
+from gpuarrays import bench, demo
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run_cli(*args: str, cwd: Path | None = None, script: list[str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m gpuarrays ARGS`` in a fresh interpreter, with src/ importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, *(script or ["-m", "gpuarrays"]), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd or ROOT, env=env,
+                          timeout=timeout)
+
+
+def assert_clean(proc: subprocess.CompletedProcess, rc: int = 0) -> None:
+    assert proc.returncode == rc, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "Warning" not in proc.stderr, proc.stderr
+
+
+# info --------------------------------------------------------------------------------
+
+def test_info_lists_backends_devices_memory_and_kinds():
+    proc = run_cli("info")
+    assert_clean(proc)
+    out = proc.stdout
+    assert f"gpuarrays {ga.__version__}" in out
+    assert "back-ends:" in out and "cpu" in out
+    for dev in ga.devices():
+        assert f"{dev}:" in out
+        assert ", ".join(dev.kinds) in out
+    assert "float64" in out and "limit" in out
+    assert "cuda" in out  # a missing back-end is listed with why it is missing
+
+
+def test_no_subcommand_is_a_usage_error():
+    proc = run_cli()
+    assert proc.returncode == 2
+    assert "usage: gpuarrays" in proc.stderr
+
+
+# demo --------------------------------------------------------------------------------
+
+def test_demo_writes_a_png_timeline_of_both_runs(tmp_path):
+    png = tmp_path / "timeline.png"
+    proc = run_cli("demo", "--iterations", "3", "--plot", str(png))
+    assert_clean(proc)
+    out = proc.stdout
+    assert "without cache" in out and "with cache" in out
+    for row in ("wall time", "allocations", "cache hits", "peak memory", "matches NumPy"):
+        assert row in out
+    assert "NO" not in out.split("matches NumPy")[1].splitlines()[0]
+    assert out.count("With the cache:") == 1
+    assert f"memory timeline written to {png}" in out
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    assert "3/3" in proc.stderr  # progress
+
+
+def test_demo_rejects_bad_iterations():
+    proc = run_cli("demo", "--iterations", "0")
+    assert proc.returncode == 2
+    assert "--iterations must be at least 1" in proc.stderr
+
+
+def test_demo_unknown_device_names_the_available_ones():
+    proc = run_cli("demo", "--device", "nosuch:3", "--iterations", "1")
+    assert proc.returncode != 0
+    assert "cpu:0" in proc.stderr
+
+
+def test_demo_workload_matches_numpy_and_counts_cache_hits(device):
+    """In-process: the pipeline is right on every device, and the cache turns every
+    allocation after the first iteration into a hit."""
+    batches = demo.make_batches(2, shape=(4, 24, 20, 3))
+    out = demo.pipeline_step(batches[1], device)
+    np.testing.assert_array_equal(out, demo.numpy_step(batches[1], device))
+
+    cache = ga.AllocCache()
+    before = ga.memory_stats(device)["used_bytes"]
+    plain = demo.run_workload(3, device, None, batches)
+    withc = demo.run_workload(3, device, cache, batches)
+    assert plain.correct and withc.correct and plain.checksum == withc.checksum
+    per_iteration = plain.allocations // 3
+    assert per_iteration >= 6 and plain.allocations == 3 * per_iteration
+    assert withc.allocations == per_iteration  # the first iteration only
+    assert withc.cache_hits == 2 * per_iteration
+    assert plain.peak_bytes > 0 and withc.peak_bytes > 0
+    assert cache.n_busy == 0 and cache.n_free == per_iteration
+    cache.free()
+    assert ga.memory_stats(device)["used_bytes"] == before
+    line = demo.conclusion(plain, withc)
+    assert line.startswith("With the cache:") and "cache hits" in line
+
+
+def test_demo_buffer_names_cover_every_allocation(device):
+    """The timeline names its bands after the pipeline's buffers: every block size the
+    pipeline allocates has a name."""
+    shape = (4, 24, 20, 3)
+    batches = demo.make_batches(1, shape=shape)
+    names = demo.buffer_names(device, shape)
+    ga.memory_history.start(stacks=False)
+    try:
+        demo.pipeline_step(batches[0], device)
+    finally:
+        ga.memory_history.stop()
+    sizes = {e["size"] for e in ga.memory_history.snapshot()["events"]
+             if e["action"] == "alloc" and e["device"] == str(device)}
+    assert sizes and sizes <= set(names)
+
+
+# bench -------------------------------------------------------------------------------
+
+JSON_KEYS = {"device", "device_name", "settings", "python", "platform", "versions", "command",
+             "seconds", "results", "targets"}
+GROUPS = {"derive", "alloc", "cache", "fragmentation", "dlpack", "copy", "workload"}
+
+
+def test_bench_writes_json_results(tmp_path):
+    path = tmp_path / "bench.json"
+    proc = run_cli("bench", "--smoke", "--json", str(path))
+    assert_clean(proc)
+    result = json.loads(path.read_text())
+    assert JSON_KEYS <= set(result)
+    assert result["device"] == str(ga.get_device())
+    assert result["command"] == "gpuarrays bench --smoke"
+    assert {r["group"] for r in result["results"]} == GROUPS
+    for row in result["results"]:
+        assert {"group", "name", "unit", "values"} <= set(row)
+    derive = [r for r in result["results"] if r["group"] == "derive"]
+    assert [r["name"] for r in derive] == ["a[1:]", "a.reshape(4096)", "a.view(int32)", "a.T"]
+    for row in derive:
+        assert row["values"]["gpuarrays"] > 0 and row["values"]["numpy"] > 0
+    frag = next(r for r in result["results"] if r["group"] == "fragmentation")
+    assert list(frag["pool_free_blocks"]) == ["10", "100"]
+    assert all(n >= int(k) for k, n in frag["pool_free_blocks"].items())
+    for target in result["targets"]:
+        assert {"name", "ratio", "limit", "reference", "met"} <= set(target)
+    # the human report: tables, ratios and the targets section
+    assert "derive (ns)" in proc.stdout and "SPEC 12 targets" in proc.stdout
+    assert "]" in proc.stderr  # progress bar
+
+
+def test_benchmarks_run_py_is_the_same_implementation(tmp_path):
+    path = tmp_path / "b.json"
+    proc = run_cli("--smoke", "--only", "derive,cache", "--json", str(path),
+                   script=[str(ROOT / "benchmarks" / "run.py")])
+    assert_clean(proc)
+    result = json.loads(path.read_text())
+    assert {r["group"] for r in result["results"]} == {"derive", "alloc", "cache"}
+
+
+def test_bench_rejects_unknown_groups():
+    proc = run_cli("bench", "--smoke", "--only", "derive,bogus")
+    assert proc.returncode == 2
+    assert "bogus" in proc.stderr
+
+
+def test_bench_runs_on_every_device(device):
+    """In-process, smoke settings: every group runs on every back-end, and the
+    fragmentation group really fills the pool with free blocks."""
+    result = bench.run(device, bench.Settings.smoke())
+    assert result["device"] == str(device)
+    groups = {r["group"] for r in result["results"]}
+    assert groups == GROUPS
+    frag = next(r for r in result["results"] if r["group"] == "fragmentation")
+    assert frag["pool_free_blocks"]["100"] >= 100
+    report = bench.format_report(result)
+    assert str(device) in report and "fragmentation" in report
+    if device.backend == "opencl":
+        alloc = next(r for r in result["results"] if r["group"] == "alloc")
+        assert alloc["values"]["raw SVM"] > 0 and alloc["values"]["pyopencl.array"] > 0
+    json.dumps(result)  # machine-readable
+
+
+def test_bench_measure_is_a_per_operation_median():
+    settings = bench.Settings(repeat=3, target_ns=200_000)
+    slow = bench.measure("sum(r)", {"r": range(2000)}, settings)
+    fast = bench.measure("sum(r)", {"r": range(20)}, settings)
+    assert 0 < fast < slow
+
+
+# plot --------------------------------------------------------------------------------
+
+def test_plot_draws_a_dumped_snapshot(tmp_path, device):
+    ga.memory_history.start()
+    try:
+        a = ga.empty((1000,), np.float32, device=device)
+        b = ga.empty((5000,), np.float32, device=device)
+        a.free()
+        b.free()
+    finally:
+        ga.memory_history.stop()
+    snap = tmp_path / "snap.json"
+    ga.memory_history.dump(snap)
+    png = tmp_path / "out.png"
+    proc = run_cli("plot", str(snap), "-o", str(png))
+    assert_clean(proc)
+    assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_plot_reports_a_file_that_is_not_a_snapshot(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    proc = run_cli("plot", str(bad), "-o", str(tmp_path / "x.png"))
+    assert proc.returncode == 1
+    assert "not a JSON snapshot" in proc.stderr and "Traceback" not in proc.stderr
+    bad.write_text('{"nothing": 1}')
+    proc = run_cli("plot", str(bad), "-o", str(tmp_path / "x.png"))
+    assert proc.returncode == 1 and "'events' list" in proc.stderr
+    proc = run_cli("plot", str(tmp_path / "missing.json"), "-o", str(tmp_path / "x.png"))
+    assert proc.returncode == 1 and "cannot read" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["demo", "bench", "plot"])
+def test_help_of_every_subcommand(command):
+    proc = run_cli(command, "--help")
+    assert_clean(proc)
+    assert f"usage: gpuarrays {command}" in proc.stdout
