@@ -29,6 +29,7 @@ _free = _libc.free
 _free.restype = None
 _free.argtypes = [ctypes.c_void_p]
 _memmove = ctypes.memmove
+_MAX_SIZE = (1 << (8 * ctypes.sizeof(ctypes.c_size_t) - 1)) - 1  # PTRDIFF_MAX
 _memset = ctypes.memset
 
 
@@ -72,6 +73,8 @@ class CpuBackend:
 
     # raw memory ---------------------------------------------------------------
     def allocate(self, index: int, kind: str, nbytes: int) -> int:
+        if nbytes > _MAX_SIZE:  # ctypes would truncate it to size_t: a tiny block
+            raise BackendOutOfMemory(f"malloc({nbytes}): larger than the address space")
         ptr = _malloc(max(nbytes, 1))
         if not ptr:
             raise BackendOutOfMemory(f"malloc({nbytes}) returned NULL")
