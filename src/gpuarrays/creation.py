@@ -96,6 +96,8 @@ def full_like(a: GPUArray, fill_value, dtype=None, *, shape=None, device=None,
 def arange(start, stop=None, step=None, dtype=None, *, device=None,
            kind: str = "device") -> GPUArray:
     """Evenly spaced values, as ``numpy.arange`` (computed on the host, then uploaded)."""
+    if step is not None and not isinstance(step, np.ndarray) and step == 0:
+        raise ValueError(f"arange step must not be zero, got step={step!r}")
     host = np.arange(start, stop, step, dtype=dtype) if step is not None else (
         np.arange(start, stop, dtype=dtype) if stop is not None else
         np.arange(start, dtype=dtype))
