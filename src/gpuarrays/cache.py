@@ -170,8 +170,8 @@ class AllocCache:
 
     def __del__(self) -> None:
         try:
-            if state.shutting_down:
-                return
+            if state.shutting_down or not hasattr(self, "_returned"):
+                return  # exiting, or __init__ never ran (AllocCache(bad args))
             self._drain_locked()
             for mgr, kind, ptr, block, epoch in self._take_free_locked(None):
                 mgr.give_block(kind, ptr, block, epoch)
