@@ -1,0 +1,1213 @@
+"""The cuda back-end: NVIDIA's ``cuda-bindings`` (driver API) and NVRTC.
+
+Decisions (SPEC 2.1):
+
+* **Contexts**: every device uses its *primary* context (the one the CUDA
+  runtime, CuPy, PyTorch and Numba use too), retained on first use.  Each call
+  makes it current for the duration of the call only: when another context is
+  current on the calling thread it is pushed and popped again, so callers that
+  juggle devices (``cupy.cuda.Device(1)``) are left as they were.
+* **One stream per device**, created with ``CU_STREAM_DEFAULT`` flags, i.e. a
+  *blocking* stream: it synchronizes with the legacy default stream that CuPy,
+  PyTorch and Numba use unless told otherwise, so memory handed between them
+  and gpuarrays is ordered without events.  Kernels, copies between our own
+  allocations and fills are enqueued without waiting.  ``upload`` and
+  ``download`` (NumPy arrays: pageable, and possibly temporary) and any copy
+  that touches memory this back-end did not allocate wait for the stream before
+  returning.
+* **"device" memory comes from ``cuMemAlloc``, pooled by gpuarrays' own pools**
+  (``pool.py``) rather than from the driver's stream-ordered pool
+  (``cuMemAllocAsync``).  The reasons: one pool implementation on every
+  back-end gives identical semantics (exact-size reuse, limits, the
+  out-of-memory ladder, statistics, reset safety through the device epoch);
+  a pool hit costs no driver call at all, while ``cuMemAllocAsync`` +
+  ``cuMemFreeAsync`` cost two; and the driver's pool would hide reserved memory
+  from ``memory_stats``.  The stream-ordered pool remains a candidate: it avoids
+  the implicit synchronization of ``cuMemFree`` and shares memory with other
+  libraries using it, so it should be **measured on a GPU** (allocate + free,
+  trim, fragmentation) before the choice is final.  ``benchmarks/gpu_check.sh``
+  compares our pool with CuPy's and PyTorch's.
+* **"host"** memory is ``cuMemHostAlloc(PORTABLE | DEVICEMAP)``: page-locked,
+  usable by every context, and addressed by the same pointer on the device
+  (unified virtual addressing, required for the kind).  **"unified"** is
+  ``cuMemAllocManaged(ATTACH_GLOBAL)``; a request larger than the device's
+  free memory is refused as out of memory rather than oversubscribed, so the
+  pool's ladder and limits keep meaning something.
+* **Host registration** (``needs_host_registration``): wrapped pageable host
+  memory is pinned with ``cuMemHostRegister(PORTABLE | DEVICEMAP)``, so copies
+  from it are DMA transfers and kernels can address it through the host pointer
+  (Linux with unified addressing, where the device can use the host pointer
+  for registered memory).  Memory that some other library already registered
+  is left to it.
+* **Kernels are CUDA C**, compiled with NVRTC straight to CUBIN for the
+  device's exact architecture (``--gpu-architecture=sm_XY``); when this NVRTC
+  is older than the device, to PTX for the newest architecture it knows, which
+  the driver then compiles.  Images are cached per (architecture, source) for
+  the process, modules and functions per device until it is reset.  No CUDA
+  header is needed: float16 is converted with explicit bit manipulation
+  (round to nearest even, NaN payloads kept, as NumPy), and float-to-integer
+  conversions reproduce what NumPy's casts give on x86-64 (out-of-range values
+  and NaN become the "integer indefinite" value) instead of the GPU's
+  saturating conversions.  Shapes and strides travel by value in a kernel
+  parameter, so any number of dimensions (up to NumPy's 64) works without a
+  device buffer.
+* **Fills** use ``cuMemsetD8/16/32Async`` when the destination is dense and
+  the value's bytes repeat with period 1, 2 or 4; every other fill is a kernel.
+* **Errors**: ``CUDA_ERROR_OUT_OF_MEMORY`` becomes
+  :class:`~gpuarrays.backends.base.BackendOutOfMemory` (the pool runs its
+  ladder), every other failure a :class:`~gpuarrays.errors.BackendError` with
+  the call, the ``CUresult`` name and the driver's error string
+  (:func:`cuda_error`).
+* **Reset** is ``cuDevicePrimaryCtxReset`` (every allocation, registration,
+  stream and module of the primary context goes, including other libraries'
+  in this process), then our retain is released; the next call retains a fresh
+  primary context and makes a new stream.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import BackendError
+from .base import BackendOutOfMemory, BackendUnavailable, DeviceInfo, PointerInfo, RawView
+
+__all__ = [
+    "CudaBackend",
+    "load",
+    "cuda_error",
+    "bytes_source",
+    "convert_source",
+    "convert_kernel_names",
+    "compile_image",
+    "scalar_key",
+    "SCALAR_KEYS",
+    "MAX_DIMS",
+    "memset_plan",
+    "bytes_kernel_names",
+]
+
+_INSTALL_HINT = 'pip install "gpuarrays[cuda]"'
+
+CUDA_SUCCESS = 0
+CUDA_ERROR_INVALID_VALUE = 1
+CUDA_ERROR_OUT_OF_MEMORY = 2
+CUDA_ERROR_INVALID_CONTEXT = 201
+CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712
+
+# CU_MEMORYTYPE_* (cuda.h)
+_MEMORYTYPE_HOST = 1
+_MEMORYTYPE_DEVICE = 2
+_MEMORYTYPE_UNIFIED = 4
+
+MAX_DIMS = 64  # NumPy's limit; the layout parameter of the kernels has room for it
+_BLOCK = 256  # threads per block
+_BLOCKS_PER_SM = 32  # grid size cap per multiprocessor; kernels loop over the rest
+_VALUE_PARAM_MAX = 2048  # fill values up to this size travel as a kernel parameter
+
+
+# Errors --------------------------------------------------------------------------------
+def _driver_module():
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return None
+    return driver
+
+
+def _result_name(code: int) -> str:
+    driver = _driver_module()
+    if driver is not None:
+        try:
+            return driver.CUresult(code).name
+        except ValueError:
+            pass
+    return f"CUresult {code}"
+
+
+def _result_text(code: int, name: str) -> str:
+    """The driver's description of ``code``, or one made from its name without a driver."""
+    driver = _driver_module()
+    if driver is not None:
+        try:
+            err, text = driver.cuGetErrorString(code)
+        except (RuntimeError, ValueError, TypeError):  # no driver library, unknown code
+            err, text = None, None
+        if err == CUDA_SUCCESS and text:
+            return text.decode(errors="replace") if isinstance(text, bytes) else str(text)
+    if name.startswith("CUDA_ERROR_"):
+        return name[len("CUDA_ERROR_"):].replace("_", " ").lower()
+    return "unknown CUDA error"
+
+
+def cuda_error(call: str, code: int) -> Exception:
+    """The exception for a failed driver call: out of memory or :class:`BackendError`.
+
+    ``code`` is a ``CUresult`` (or its int value).  Usable without a driver, so
+    the mapping can be tested anywhere.
+    """
+    code = int(code)
+    name = _result_name(code)
+    text = _result_text(code, name)
+    if code == CUDA_ERROR_OUT_OF_MEMORY:
+        return BackendOutOfMemory(f"{call} failed ({name}): {text}")
+    return BackendError(call, name, text)
+
+
+def _check(call: str, result) -> tuple:
+    """Unpack a ``cuda-bindings`` result tuple ``(CUresult, *values)``; raise on failure."""
+    err = result[0]
+    if err != CUDA_SUCCESS:
+        raise cuda_error(call, err)
+    return result[1:]
+
+
+# Layouts ---------------------------------------------------------------------------------
+def _collapse(
+    shape: tuple[int, ...], *strides: tuple[int, ...]
+) -> tuple[list[int], list[list[int]]]:
+    """Drop length-1 axes and merge axes that are contiguous in every view (C order)."""
+    out_shape: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for d, n in enumerate(shape):
+        if n == 1:
+            continue
+        if out_shape and all(o[-1] == s[d] * n for o, s in zip(out_strides, strides, strict=True)):
+            out_shape[-1] *= n
+            for o, s in zip(out_strides, strides, strict=True):
+                o[-1] = s[d]
+            continue
+        out_shape.append(n)
+        for o, s in zip(out_strides, strides, strict=True):
+            o.append(s[d])
+    return out_shape, out_strides
+
+
+def _word(itemsize: int, *values: int) -> int:
+    """Largest of 8, 4, 2, 1 dividing the item size and every address/stride given."""
+    bits = itemsize
+    for v in values:
+        bits |= v
+    for w in (8, 4, 2):
+        if bits % w == 0:
+            return w
+    return 1
+
+
+# Kernel sources ----------------------------------------------------------------------------
+# The sources use only what NVRTC provides without headers; they are also valid
+# C++ for a host compiler given a small prelude (the tests run them on the CPU
+# to check the conversions against NumPy without a GPU).
+_COMMON_SRC = """
+#define MAX_DIMS %(maxdims)d
+#define DEV static __device__ __forceinline__
+#define GRID_START ((long long)blockIdx.x * blockDim.x + threadIdx.x)
+#define GRID_STEP ((long long)gridDim.x * blockDim.x)
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+/* Shapes and strides (bytes) by value: one view or two views of one shape. */
+struct Layout1 { long long shape[MAX_DIMS]; long long a[MAX_DIMS]; };
+struct Layout2 { long long shape[MAX_DIMS]; long long a[MAX_DIMS]; long long b[MAX_DIMS]; };
+
+DEV long long offset1(long long i, int ndim, const Layout1 &m) {
+    long long a = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+        long long n = m.shape[d];
+        a += (i %% n) * m.a[d];
+        i /= n;
+    }
+    return a;
+}
+
+DEV void offsets2(long long i, int ndim, const Layout2 &m, long long *oa, long long *ob) {
+    long long a = 0, b = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+        long long n = m.shape[d];
+        long long k = i %% n;
+        i /= n;
+        a += k * m.a[d];
+        b += k * m.b[d];
+    }
+    *oa = a;
+    *ob = b;
+}
+"""
+
+_BYTES_SRC = """
+#define ITEMSIZE %(itemsize)d
+typedef %(word)s W;
+#define WORDS (ITEMSIZE / (int)sizeof(W))
+
+extern "C" __global__ void copy_bytes(u8 *dst, const u8 *src, Layout2 m, int ndim, long long n) {
+    for (long long i = GRID_START; i < n; i += GRID_STEP) {
+        long long od, os;
+        offsets2(i, ndim, m, &od, &os);
+        W *d = (W *)(dst + od);
+        const W *s = (const W *)(src + os);
+        for (int k = 0; k < WORDS; ++k) d[k] = s[k];
+    }
+}
+
+/* The value is read from device memory (any item size). */
+extern "C" __global__ void fill_bytes_ptr(u8 *dst, Layout1 m, const u8 *value, int ndim,
+                                          long long n) {
+    const W *v = (const W *)value;
+    for (long long i = GRID_START; i < n; i += GRID_STEP) {
+        W *d = (W *)(dst + offset1(i, ndim, m));
+        for (int k = 0; k < WORDS; ++k) d[k] = v[k];
+    }
+}
+
+extern "C" __global__ void gather_bytes(u8 *dst, const u8 *src, const long long *offsets,
+                                        long long n) {
+    for (long long i = GRID_START; i < n; i += GRID_STEP) {
+        W *d = (W *)(dst + i * ITEMSIZE);
+        const W *s = (const W *)(src + offsets[i]);
+        for (int k = 0; k < WORDS; ++k) d[k] = s[k];
+    }
+}
+
+extern "C" __global__ void scatter_bytes(u8 *dst, const u8 *src, const long long *offsets,
+                                         long long n) {
+    for (long long i = GRID_START; i < n; i += GRID_STEP) {
+        W *d = (W *)(dst + offsets[i]);
+        const W *s = (const W *)(src + i * ITEMSIZE);
+        for (int k = 0; k < WORDS; ++k) d[k] = s[k];
+    }
+}
+"""
+
+# The value travels in the kernel parameter (up to _VALUE_PARAM_MAX bytes).
+_FILL_PARAM_SRC = """
+struct Value { u64 w[%(value_words)d]; };
+
+extern "C" __global__ void fill_bytes(u8 *dst, Layout1 m, Value value, int ndim, long long n) {
+    const W *v = (const W *)value.w;
+    for (long long i = GRID_START; i < n; i += GRID_STEP) {
+        W *d = (W *)(dst + offset1(i, ndim, m));
+        for (int k = 0; k < WORDS; ++k) d[k] = v[k];
+    }
+}
+"""
+
+_WORD_TYPE = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
+
+# float16 <-> float32/float64 by bit manipulation, rounding to nearest even like NumPy.
+_HALF_SRC = """
+union F32Bits { float f; u32 u; };
+union F64Bits { double f; u64 u; };
+
+DEV float half_to_float(u16 h) {
+    u32 sign = (u32)(h & 0x8000u) << 16;
+    u32 exp = (h >> 10) & 0x1fu;
+    u32 man = h & 0x3ffu;
+    F32Bits r;
+    if (exp == 0x1fu) {
+        r.u = sign | 0x7f800000u | (man << 13);          /* inf, NaN (payload kept) */
+    } else if (exp != 0) {
+        r.u = sign | ((exp + 112u) << 23) | (man << 13);  /* normal: rebias 15 -> 127 */
+    } else if (man == 0) {
+        r.u = sign;                                        /* +-0 */
+    } else {                                               /* subnormal: normalise */
+        u32 e = 113u;
+        while (!(man & 0x400u)) { man <<= 1; --e; }
+        r.u = sign | (e << 23) | ((man & 0x3ffu) << 13);
+    }
+    return r.f;
+}
+
+DEV u16 float_to_half(float value) {
+    F32Bits b;
+    b.f = value;
+    u32 f = b.u;
+    u16 sign = (u16)((f >> 16) & 0x8000u);
+    u32 exp = (f >> 23) & 0xffu;
+    u32 man = f & 0x7fffffu;
+    if (exp == 0xffu) {
+        if (man == 0) return (u16)(sign | 0x7c00u);
+        u32 payload = man >> 13;
+        return (u16)(sign | 0x7c00u | (payload ? payload : 1u));
+    }
+    if (exp >= 143u) return (u16)(sign | 0x7c00u);         /* >= 2**16: overflow */
+    if (exp >= 113u) {                                      /* normal half */
+        u32 h = ((exp - 112u) << 10) | (man >> 13);
+        u32 rest = man & 0x1fffu;
+        if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  /* may carry into inf */
+        return (u16)(sign | h);
+    }
+    if (exp < 102u) return sign;                            /* below half the smallest subnormal */
+    u32 sig = man | 0x800000u;
+    u32 shift = 126u - exp;                                 /* 14 .. 24 */
+    u32 h = sig >> shift;
+    u32 rest = sig & ((1u << shift) - 1u);
+    u32 halfway = 1u << (shift - 1u);
+    if (rest > halfway || (rest == halfway && (h & 1u))) ++h;
+    return (u16)(sign | h);
+}
+
+DEV u16 double_to_half(double value) {
+    F64Bits b;
+    b.f = value;
+    u64 d = b.u;
+    u16 sign = (u16)((d >> 48) & 0x8000u);
+    int exp = (int)((d >> 52) & 0x7ffu);
+    u64 man = d & 0xfffffffffffffULL;
+    if (exp == 0x7ff) {
+        if (man == 0) return (u16)(sign | 0x7c00u);
+        u32 payload = (u32)(man >> 42);
+        return (u16)(sign | 0x7c00u | (payload ? payload : 1u));
+    }
+    int e = exp - 1023;
+    if (e >= 16) return (u16)(sign | 0x7c00u);
+    if (e >= -14) {
+        u64 h = ((u64)(e + 15) << 10) | (man >> 42);
+        u64 rest = man & ((1ULL << 42) - 1ULL);
+        u64 halfway = 1ULL << 41;
+        if (rest > halfway || (rest == halfway && (h & 1ULL))) ++h;
+        return (u16)(sign | (u16)h);
+    }
+    if (e < -25) return sign;
+    u64 sig = man | (1ULL << 52);
+    int shift = 28 - e;                                     /* 43 .. 53 */
+    u64 h = sig >> shift;
+    u64 rest = sig & ((1ULL << shift) - 1ULL);
+    u64 halfway = 1ULL << (shift - 1);
+    if (rest > halfway || (rest == halfway && (h & 1ULL))) ++h;
+    return (u16)(sign | (u16)h);
+}
+
+/* x86-64 truncating conversions (cvttsd2si): out of range or NaN gives the
+   "integer indefinite" value, as NumPy's casts do on x86-64. */
+DEV int to_i32(double v) {
+    return (v > -2147483649.0 && v < 2147483648.0) ? (int)v : (int)0x80000000u;
+}
+DEV long long to_i64(double v) {
+    return (v >= -9223372036854775808.0 && v < 9223372036854775808.0)
+        ? (long long)v : (long long)0x8000000000000000ULL;
+}
+DEV u64 to_u64(double v) {
+    return v < 9223372036854775808.0
+        ? (u64)to_i64(v)
+        : ((u64)to_i64(v - 9223372036854775808.0) ^ 0x8000000000000000ULL);
+}
+"""
+
+
+@dataclass(frozen=True)
+class _Scalar:
+    """How one NumPy numeric type is stored and computed with in CUDA C."""
+
+    storage: str  # C type of one stored component
+    compute: str  # C type of the value between load and store ("c" types: real component)
+    kind: str  # "b" bool, "i" signed, "u" unsigned, "f" float, "c" complex
+    size: int  # bytes of one stored component
+
+
+_SCALARS = {
+    "b1": _Scalar("u8", "u8", "b", 1),
+    "i1": _Scalar("signed char", "signed char", "i", 1),
+    "i2": _Scalar("short", "short", "i", 2),
+    "i4": _Scalar("int", "int", "i", 4),
+    "i8": _Scalar("long long", "long long", "i", 8),
+    "u1": _Scalar("u8", "u8", "u", 1),
+    "u2": _Scalar("u16", "u16", "u", 2),
+    "u4": _Scalar("u32", "u32", "u", 4),
+    "u8": _Scalar("u64", "u64", "u", 8),
+    "f2": _Scalar("u16", "float", "f", 2),
+    "f4": _Scalar("float", "float", "f", 4),
+    "f8": _Scalar("double", "double", "f", 8),
+    "c8": _Scalar("float", "float", "c", 4),
+    "c16": _Scalar("double", "double", "c", 8),
+}
+SCALAR_KEYS = tuple(_SCALARS)
+
+
+def scalar_key(dtype: np.dtype) -> str | None:
+    """The kernel key of a numeric dtype (native byte order only), else None."""
+    if dtype.fields is not None or dtype.subdtype is not None or not dtype.isnative:
+        return None
+    key = f"{dtype.kind}{dtype.itemsize}"
+    return key if key in _SCALARS else None
+
+
+def _ident(ctype: str) -> str:
+    return ctype.replace(" ", "_")
+
+
+def _access_src(ctype: str, aligned: bool, store: bool) -> str:
+    """A ``ld_<type>`` or ``st_<type>`` helper for one storage type, direct or byte-wise."""
+    name = _ident(ctype)
+    direct = aligned or ctype in ("u8", "signed char")
+    if store:
+        if direct:
+            return f"DEV void st_{name}(u8 *p, {ctype} v) {{ *({ctype} *)p = v; }}\n"
+        return (
+            f"DEV void st_{name}(u8 *p, {ctype} v) {{ union {{ {ctype} v; u8 b[sizeof({ctype})]; }} x; "
+            f"x.v = v; for (int k = 0; k < (int)sizeof({ctype}); ++k) p[k] = x.b[k]; }}\n"
+        )
+    if direct:
+        return f"DEV {ctype} ld_{name}(const u8 *p) {{ return *(const {ctype} *)p; }}\n"
+    return (
+        f"DEV {ctype} ld_{name}(const u8 *p) {{ union {{ {ctype} v; u8 b[sizeof({ctype})]; }} x; "
+        f"for (int k = 0; k < (int)sizeof({ctype}); ++k) x.b[k] = p[k]; return x.v; }}\n"
+    )
+
+
+def _real_to(dst_key: str, src_kind: str, v: str) -> str:
+    """Expression converting a real ``v`` to destination ``dst_key``'s compute type."""
+    d = _SCALARS[dst_key]
+    if d.kind == "b":
+        return f"(u8)(({v}) != 0)"
+    if dst_key == "f2":
+        # NumPy rounds float64 straight to float16; a float32 source is exact in double.
+        return f"double_to_half((double)({v}))"
+    if src_kind == "f" and d.kind in "iu":
+        if dst_key in ("i1", "i2", "u1", "u2", "i4"):
+            return f"({d.compute})to_i32((double)({v}))"
+        if dst_key in ("u4", "i8"):
+            return f"({d.compute})to_i64((double)({v}))"
+        return f"to_u64((double)({v}))"
+    return f"({d.compute})({v})"
+
+
+def _convert_kernel(src_key: str, dst_key: str) -> str:
+    s, d = _SCALARS[src_key], _SCALARS[dst_key]
+    sld, dst_st = f"ld_{_ident(s.storage)}", f"st_{_ident(d.storage)}"
+    # load: re, im (im only for complex sources), in the source's compute type
+    if s.kind == "b":
+        load = f"u8 re = (u8)({sld}(ps) != 0);"
+    elif src_key == "f2":
+        load = f"float re = half_to_float({sld}(ps));"
+    elif s.kind == "c":
+        load = f"{s.compute} re = {sld}(ps); {s.compute} im = {sld}(ps + {s.size});"
+    else:
+        load = f"{s.compute} re = {sld}(ps);"
+    src_kind = "f" if s.kind == "c" or src_key == "f2" else s.kind
+    if d.kind == "c":
+        im = "im" if s.kind == "c" else "0"
+        store = (
+            f"{dst_st}(pd, ({d.storage})(re)); {dst_st}(pd + {d.size}, ({d.storage})({im}));"
+        )
+    elif d.kind == "b" and s.kind == "c":
+        store = f"{dst_st}(pd, (u8)(re != 0 || im != 0));"
+    else:
+        store = f"{dst_st}(pd, {_real_to(dst_key, src_kind, 're')});"
+    return f"""
+extern "C" __global__ void convert_{dst_key}(u8 *dst, const u8 *src, Layout2 m, int ndim,
+                                             long long n) {{
+    for (long long i = GRID_START; i < n; i += GRID_STEP) {{
+        long long od, os;
+        offsets2(i, ndim, m, &od, &os);
+        const u8 *ps = src + os;
+        u8 *pd = dst + od;
+        {load}
+        {store}
+    }}
+}}
+"""
+
+
+def convert_kernel_names(src_key: str) -> tuple[str, ...]:
+    """Kernels of the conversion program of one source type: ``convert_<dst>``."""
+    return tuple(f"convert_{k}" for k in _SCALARS if k != src_key)
+
+
+def convert_source(src_key: str, src_aligned: bool, dst_aligned: bool) -> str:
+    """CUDA C converting from one source type to every other: ``convert_<dst>`` kernels.
+
+    One program per source type keeps NVRTC runs few.  ``*_aligned``: whether
+    every address of the view is a multiple of the component size (else
+    byte-wise loads/stores are used).
+    """
+    if src_key not in _SCALARS:
+        raise ValueError(f"no conversion kernels for {src_key!r}")
+    s = _SCALARS[src_key]
+    parts = [_COMMON_SRC % {"maxdims": MAX_DIMS}, _HALF_SRC,
+             _access_src(s.storage, src_aligned, store=False)]  # fmt: skip
+    for t in sorted({_SCALARS[k].storage for k in _SCALARS if k != src_key}):
+        parts.append(_access_src(t, dst_aligned, store=True))
+    parts.extend(_convert_kernel(src_key, k) for k in _SCALARS if k != src_key)
+    return "".join(parts)
+
+
+def bytes_source(itemsize: int, word: int) -> str:
+    """CUDA C of the byte-moving kernels for one item size, moving ``word`` bytes at a time."""
+    if itemsize < 1 or itemsize % word:
+        raise ValueError(f"word {word} does not divide item size {itemsize}")
+    src = (_COMMON_SRC % {"maxdims": MAX_DIMS}) + _BYTES_SRC % {
+        "itemsize": itemsize,
+        "word": _WORD_TYPE[word],
+    }
+    if itemsize <= _VALUE_PARAM_MAX:
+        src += _FILL_PARAM_SRC % {"value_words": -(-itemsize // 8)}
+    return src
+
+
+def bytes_kernel_names(itemsize: int) -> tuple[str, ...]:
+    names = ("copy_bytes", "fill_bytes_ptr", "gather_bytes", "scatter_bytes")
+    return names + (("fill_bytes",) if itemsize <= _VALUE_PARAM_MAX else ())
+
+
+def memset_plan(start: int, pattern: bytes, nbytes: int) -> tuple[int, int, int] | None:
+    """How to fill ``nbytes`` at ``start`` with ``pattern`` repeated, by ``cuMemsetD<8*unit>``.
+
+    Returns ``(unit, value, count)`` -- the element size in bytes (1, 2 or 4),
+    the unsigned value and the number of elements -- or ``None`` when the
+    pattern does not repeat with such a period or the address/size is not
+    aligned to it.  A pattern of one repeated byte uses the widest unit the
+    alignment allows (fewer, wider stores).
+    """
+    itemsize = len(pattern)
+    if itemsize == 0 or nbytes % itemsize:
+        return None
+    unit = None
+    for u in (1, 2, 4):
+        if itemsize % u == 0 and pattern == pattern[:u] * (itemsize // u):
+            unit = u
+            break
+    if unit is None:
+        return None
+    for wide in (4, 2):
+        if wide > unit and wide % unit == 0 and start % wide == 0 and nbytes % wide == 0:
+            pattern, unit = pattern[:unit] * (wide // unit), wide
+            break
+    if start % unit or nbytes % unit:
+        return None
+    return unit, int.from_bytes(pattern[:unit], "little"), nbytes // unit
+
+
+# Kernel parameters (ctypes mirrors of the structs) -------------------------------------------
+class _Layout1(ctypes.Structure):
+    _fields_ = [("shape", ctypes.c_int64 * MAX_DIMS), ("a", ctypes.c_int64 * MAX_DIMS)]
+
+
+class _Layout2(ctypes.Structure):
+    _fields_ = [
+        ("shape", ctypes.c_int64 * MAX_DIMS),
+        ("a", ctypes.c_int64 * MAX_DIMS),
+        ("b", ctypes.c_int64 * MAX_DIMS),
+    ]
+
+
+def _layout(shape: list[int], *strides: list[int]) -> ctypes.Structure:
+    if len(shape) > MAX_DIMS:
+        raise ValueError(f"at most {MAX_DIMS} dimensions are supported, got {len(shape)}")
+    m = (_Layout1 if len(strides) == 1 else _Layout2)()
+    m.shape[: len(shape)] = shape
+    for name, s in zip(("a", "b"), strides, strict=False):
+        getattr(m, name)[: len(s)] = s
+    return m
+
+
+# NVRTC ----------------------------------------------------------------------------------------
+_images: dict[tuple[int, str], tuple[bytes, str]] = {}  # (arch, source) -> (image, "cubin"|"ptx")
+_images_lock = threading.Lock()
+
+
+def _nvrtc_check(nvrtc, call: str, result, log: str = "") -> tuple:
+    err = result[0]
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        name = nvrtc.nvrtcResult(err).name
+        try:
+            _, text = nvrtc.nvrtcGetErrorString(err)
+            text = text.decode(errors="replace")
+        except (RuntimeError, ValueError, TypeError):
+            text = name
+        raise BackendError(call, name, f"{text}\n{log}".strip())
+    return result[1:]
+
+
+def compile_image(source: str, arch: int) -> tuple[bytes, str]:
+    """Compile ``source`` with NVRTC for ``sm_<arch>``: ``(image, "cubin")``.
+
+    When NVRTC does not know the architecture (a device newer than it), the
+    image is PTX for the newest architecture it knows, which the driver
+    compiles when loading (``(image, "ptx")``).  Needs only the NVRTC library,
+    not a GPU.  Cached per (arch, source) for the process.
+    """
+    key = (arch, source)
+    image = _images.get(key)
+    if image is not None:
+        return image
+    from cuda.bindings import nvrtc
+
+    (supported,) = _nvrtc_check(nvrtc, "nvrtcGetSupportedArchs", nvrtc.nvrtcGetSupportedArchs())
+    supported = sorted(int(a) for a in supported)
+    if arch in supported:
+        target, kind = f"--gpu-architecture=sm_{arch}", "cubin"
+    else:
+        older = [a for a in supported if a <= arch]
+        if not older:
+            raise BackendError(
+                "nvrtcCompileProgram",
+                "NVRTC_ERROR_INVALID_OPTION",
+                f"this NVRTC cannot compile for sm_{arch} (it supports sm_{supported[0]} to "
+                f"sm_{supported[-1]})",
+            )
+        target, kind = f"--gpu-architecture=compute_{older[-1]}", "ptx"
+    (prog,) = _nvrtc_check(
+        nvrtc,
+        "nvrtcCreateProgram",
+        nvrtc.nvrtcCreateProgram(source.encode(), b"gpuarrays.cu", 0, [], []),
+    )
+    try:
+        opts = [target.encode(), b"--std=c++14"]
+        result = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            _nvrtc_check(nvrtc, "nvrtcCompileProgram", result, _program_log(nvrtc, prog))
+        if kind == "cubin":
+            (size,) = _nvrtc_check(nvrtc, "nvrtcGetCUBINSize", nvrtc.nvrtcGetCUBINSize(prog))
+            buf = b" " * size
+            _nvrtc_check(nvrtc, "nvrtcGetCUBIN", nvrtc.nvrtcGetCUBIN(prog, buf))
+        else:
+            (size,) = _nvrtc_check(nvrtc, "nvrtcGetPTXSize", nvrtc.nvrtcGetPTXSize(prog))
+            buf = b" " * size
+            _nvrtc_check(nvrtc, "nvrtcGetPTX", nvrtc.nvrtcGetPTX(prog, buf))
+            buf = buf.rstrip(b"\0") + b"\0"
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    image = (bytes(buf), kind)
+    with _images_lock:
+        _images[key] = image
+    return image
+
+
+def _program_log(nvrtc, prog) -> str:
+    err, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS or size <= 1:
+        return ""
+    buf = b" " * size
+    (err,) = nvrtc.nvrtcGetProgramLog(prog, buf)
+    return buf.rstrip(b"\0").decode(errors="replace").strip()
+
+
+# Per-device state -------------------------------------------------------------------------------
+@dataclass
+class _DeviceState:
+    """Primary context, stream and loaded kernels of one device (until reset)."""
+
+    ctx: object  # CUcontext
+    ctx_id: int
+    stream: object  # CUstream
+    modules: dict = field(default_factory=dict)  # program key -> CUmodule
+    functions: dict = field(default_factory=dict)  # (program key, name) -> CUfunction
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Current:
+    """Make a device's primary context current for one call; restore the caller's after."""
+
+    __slots__ = ("driver", "state", "pushed")
+
+    def __init__(self, driver, state: _DeviceState) -> None:
+        self.driver = driver
+        self.state = state
+        self.pushed = False
+
+    def __enter__(self) -> _DeviceState:
+        err, cur = self.driver.cuCtxGetCurrent()
+        if err != CUDA_SUCCESS or int(cur) != self.state.ctx_id:
+            _check("cuCtxPushCurrent", self.driver.cuCtxPushCurrent(self.state.ctx))
+            self.pushed = True
+        return self.state
+
+    def __exit__(self, *exc) -> None:
+        if self.pushed:
+            self.pushed = False
+            self.driver.cuCtxPopCurrent()
+
+
+@dataclass(frozen=True)
+class _Attrs:
+    arch: int  # compute capability as major * 10 + minor
+    sm_count: int
+    pools: bool
+
+
+class CudaBackend:
+    """NVIDIA devices through the driver API; see the module docstring (SPEC 2.1)."""
+
+    name = "cuda"
+    needs_host_registration = True
+
+    def __init__(self, driver, count: int) -> None:
+        self._d = driver
+        self._count = count
+        self._devs = [_check("cuDeviceGet", driver.cuDeviceGet(i))[0] for i in range(count)]
+        self._infos: list[DeviceInfo] = []
+        self._attrs: list[_Attrs] = []
+        for dev in self._devs:
+            info, attrs = self._describe(dev)
+            self._infos.append(info)
+            self._attrs.append(attrs)
+        self._states: dict[int, _DeviceState] = {}
+        self._lock = threading.Lock()
+        self._starts: list[int] = []  # sorted addresses of our allocations
+        self._allocs: dict[int, tuple[int, str, int]] = {}  # ptr -> (nbytes, kind, device)
+        # host ranges we registered: ptr -> (nbytes, device); foreign ones: ptr -> device
+        self._registered: dict[int, tuple[int, int]] = {}
+        self._foreign_registered: dict[int, int] = {}
+
+    # devices ------------------------------------------------------------------
+    def _attr(self, dev, name: str) -> int:
+        attr = getattr(self._d.CUdevice_attribute, name)
+        return int(_check("cuDeviceGetAttribute", self._d.cuDeviceGetAttribute(attr, dev))[0])
+
+    def _describe(self, dev) -> tuple[DeviceInfo, _Attrs]:
+        d = self._d
+        (raw,) = _check("cuDeviceGetName", d.cuDeviceGetName(256, dev))
+        name = raw.split(b"\0", 1)[0].decode(errors="replace").strip()
+        (total,) = _check("cuDeviceTotalMem", d.cuDeviceTotalMem(dev))
+        major = self._attr(dev, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR")
+        minor = self._attr(dev, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR")
+        kinds: tuple[str, ...] = ("device",)
+        uva = self._attr(dev, "CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING")
+        if uva and self._attr(dev, "CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY"):
+            kinds += ("host",)
+        if self._attr(dev, "CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY"):
+            kinds += ("unified",)
+        info = DeviceInfo(
+            name=f"{name} (sm_{major}{minor})",
+            total_memory=int(total),
+            kinds=kinds,
+            accelerator=True,
+        )
+        attrs = _Attrs(
+            arch=major * 10 + minor,
+            sm_count=self._attr(dev, "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"),
+            pools=bool(self._attr(dev, "CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED")),
+        )
+        return info, attrs
+
+    def device_count(self) -> int:
+        return self._count
+
+    def device_info(self, index: int) -> DeviceInfo:
+        return self._infos[index]
+
+    def arch(self, index: int) -> int:
+        """The device's compute capability as ``major * 10 + minor`` (90 for sm_90)."""
+        return self._attrs[index].arch
+
+    def _state(self, index: int) -> _DeviceState:
+        """The device's primary context and stream, retained on first use (and after a reset)."""
+        state = self._states.get(index)
+        if state is not None:
+            return state
+        with self._lock:
+            state = self._states.get(index)
+            if state is None:
+                d = self._d
+                dev = self._devs[index]
+                (ctx,) = _check("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain(dev))
+                _check("cuCtxPushCurrent", d.cuCtxPushCurrent(ctx))
+                try:
+                    flags = d.CUstream_flags.CU_STREAM_DEFAULT
+                    (stream,) = _check("cuStreamCreate", d.cuStreamCreate(flags))
+                finally:
+                    d.cuCtxPopCurrent()
+                state = _DeviceState(ctx, int(ctx), stream)
+                self._states[index] = state
+        return state
+
+    def _current(self, index: int) -> _Current:
+        return _Current(self._d, self._state(index))
+
+    # raw memory ---------------------------------------------------------------
+    def allocate(self, index: int, kind: str, nbytes: int) -> int:
+        info = self._infos[index]
+        if kind not in info.kinds:
+            raise ValueError(
+                f"memory kind {kind!r} is not supported by cuda:{index} ({info.name}); "
+                f"it supports {', '.join(map(repr, info.kinds))}"
+            )
+        d = self._d
+        size = max(nbytes, 1)
+        with self._current(index):
+            if kind == "device":
+                err, ptr = d.cuMemAlloc(size)
+                call = "cuMemAlloc"
+            elif kind == "host":
+                flags = d.CU_MEMHOSTALLOC_PORTABLE | d.CU_MEMHOSTALLOC_DEVICEMAP
+                err, ptr = d.cuMemHostAlloc(size, flags)
+                call = "cuMemHostAlloc"
+            else:
+                free, _ = _check("cuMemGetInfo", d.cuMemGetInfo())
+                if size > free:
+                    raise BackendOutOfMemory(
+                        f"cuMemAllocManaged({nbytes}) on cuda:{index}: only {free} bytes free "
+                        f"on the device (unified memory is not oversubscribed)"
+                    )
+                flags = d.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL
+                err, ptr = d.cuMemAllocManaged(size, flags)
+                call = "cuMemAllocManaged"
+        if err != CUDA_SUCCESS:
+            raise cuda_error(call, err)
+        ptr = int(ptr)
+        with self._lock:
+            bisect.insort(self._starts, ptr)
+            self._allocs[ptr] = (nbytes, kind, index)
+        return ptr
+
+    def free(self, index: int, kind: str, ptr: int, nbytes: int) -> None:
+        with self._lock:
+            entry = self._allocs.pop(ptr, None)
+            if entry is not None:
+                del self._starts[bisect.bisect_left(self._starts, ptr)]
+                index, kind = entry[2], entry[1]
+        # Otherwise an owned wrap of someone else's allocation: freed by its kind.
+        d = self._d
+        with self._current(index) as state:
+            # Work still queued on our stream may use the memory.
+            _check("cuStreamSynchronize", d.cuStreamSynchronize(state.stream))
+            if kind == "host":
+                _check("cuMemFreeHost", d.cuMemFreeHost(ptr))
+            else:
+                _check("cuMemFree", d.cuMemFree(ptr))
+
+    def mem_info(self, index: int) -> tuple[int, int]:
+        with self._current(index):
+            free, total = _check("cuMemGetInfo", self._d.cuMemGetInfo())
+        return int(free), int(total)
+
+    # byte movement ------------------------------------------------------------
+    def _ours(self, ptr: int) -> bool:
+        with self._lock:
+            i = bisect.bisect_right(self._starts, ptr) - 1
+            if i < 0:
+                return False
+            base = self._starts[i]
+            return ptr < base + max(self._allocs[base][0], 1)
+
+    def _copy(self, index: int, dst: int, src: int, nbytes: int, wait: bool) -> None:
+        if nbytes == 0:
+            return
+        d = self._d
+        with self._current(index) as state:
+            _check("cuMemcpyAsync", d.cuMemcpyAsync(dst, src, nbytes, state.stream))
+            if wait:
+                _check("cuStreamSynchronize", d.cuStreamSynchronize(state.stream))
+
+    def memcpy(self, index: int, dst: int, src: int, nbytes: int) -> None:
+        # Memory we did not allocate (pageable host memory, another library's
+        # buffer) may be reused by its owner as soon as we return: wait for it.
+        self._copy(index, dst, src, nbytes, wait=not (self._ours(dst) and self._ours(src)))
+
+    def upload(self, index: int, dst: int, src: np.ndarray) -> None:
+        src = np.ascontiguousarray(src)
+        self._copy(index, dst, src.ctypes.data, src.nbytes, wait=True)
+
+    def download(self, index: int, dst: np.ndarray, src: int) -> None:
+        if not dst.flags.c_contiguous:
+            raise ValueError("download needs a C-contiguous destination array")
+        self._copy(index, dst.ctypes.data, src, dst.nbytes, wait=True)
+
+    # kernels ------------------------------------------------------------------
+    def _function(self, index: int, key: tuple, source_fn, names, name: str):
+        """The kernel ``name`` of program ``key``, compiled and loaded on first use."""
+        state = self._state(index)
+        fn = state.functions.get((key, name))
+        if fn is not None:
+            return state, fn
+        image, _ = compile_image(source_fn(), self._attrs[index].arch)
+        d = self._d
+        with state.lock:
+            fn = state.functions.get((key, name))
+            if fn is None:
+                with self._current(index):
+                    (module,) = _check("cuModuleLoadData", d.cuModuleLoadData(image))
+                    state.modules[key] = module
+                    for kname in names:
+                        (f,) = _check(
+                            "cuModuleGetFunction", d.cuModuleGetFunction(module, kname.encode())
+                        )
+                        state.functions[(key, kname)] = f
+                fn = state.functions[(key, name)]
+        return state, fn
+
+    def _launch(self, index: int, fn, n: int, args: list) -> None:
+        """Launch ``fn`` over ``n`` items; ``args`` are ctypes objects (passed by address)."""
+        params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
+        blocks = min(-(-n // _BLOCK), self._attrs[index].sm_count * _BLOCKS_PER_SM)
+        d = self._d
+        with self._current(index) as state:
+            _check(
+                "cuLaunchKernel",
+                d.cuLaunchKernel(
+                    fn, max(blocks, 1), 1, 1, _BLOCK, 1, 1, 0, state.stream,
+                    ctypes.addressof(params), 0,
+                ),  # fmt: skip
+            )
+
+    def _bytes_function(self, index: int, itemsize: int, word: int, name: str):
+        key = ("bytes", itemsize, word)
+        return self._function(
+            index, key, lambda: bytes_source(itemsize, word), bytes_kernel_names(itemsize), name
+        )
+
+    def _memset(self, index: int, start: int, pattern: bytes, nbytes: int) -> bool:
+        """Fill ``nbytes`` at ``start`` with a repeating ``pattern`` by cuMemsetD*; False if not possible."""
+        plan = memset_plan(start, pattern, nbytes)
+        if plan is None:
+            return False
+        unit, value, count = plan
+        d = self._d
+        call = {1: "cuMemsetD8Async", 2: "cuMemsetD16Async", 4: "cuMemsetD32Async"}[unit]
+        with self._current(index) as state:
+            _check(call, getattr(d, call)(start, value, count, state.stream))
+        return True
+
+    def fill(self, index: int, dst: RawView, value: np.ndarray) -> None:
+        if 0 in dst.shape:
+            return
+        itemsize = dst.dtype.itemsize
+        pattern = np.asarray(value, dtype=dst.dtype).reshape(1).view(np.uint8).tobytes()
+        shape, (strides,) = _collapse(dst.shape, dst.strides)
+        n = int(np.prod(shape, dtype=np.int64))
+        if not shape or (len(shape) == 1 and abs(strides[0]) == itemsize):
+            start = dst.ptr + (min(strides[0] * (n - 1), 0) if shape else 0)
+            if self._memset(index, start, pattern, n * itemsize):
+                return
+        word = _word(itemsize, dst.ptr, *strides)
+        layout = _layout(shape, strides)
+        if itemsize <= _VALUE_PARAM_MAX:
+            _, fn = self._bytes_function(index, itemsize, word, "fill_bytes")
+            value_param = (ctypes.c_uint64 * -(-itemsize // 8))()
+            ctypes.memmove(value_param, pattern, itemsize)
+            args = [ctypes.c_uint64(dst.ptr), layout, value_param,
+                    ctypes.c_int32(len(shape)), ctypes.c_int64(n)]  # fmt: skip
+            self._launch(index, fn, n, args)
+            return
+        # A huge structured value: read it from a temporary device buffer.
+        _, fn = self._bytes_function(index, itemsize, word, "fill_bytes_ptr")
+        with self._temporary(index, np.frombuffer(pattern, np.uint8)) as tmp:
+            args = [ctypes.c_uint64(dst.ptr), layout, ctypes.c_uint64(tmp),
+                    ctypes.c_int32(len(shape)), ctypes.c_int64(n)]  # fmt: skip
+            self._launch(index, fn, n, args)
+
+    def copy_strided(self, index: int, dst: RawView, src: RawView) -> None:
+        if 0 in dst.shape:
+            return
+        if tuple(dst.shape) != tuple(src.shape):
+            raise ValueError(f"copy_strided needs equal shapes, got {dst.shape} and {src.shape}")
+        shape, (dstrides, sstrides) = _collapse(dst.shape, dst.strides, src.strides)
+        n = int(np.prod(shape, dtype=np.int64))
+        if dst.dtype == src.dtype:
+            itemsize = dst.dtype.itemsize
+            if not shape or (len(shape) == 1 and dstrides[0] == sstrides[0] == itemsize):
+                self.memcpy(index, dst.ptr, src.ptr, n * itemsize)
+                return
+            word = _word(itemsize, dst.ptr, src.ptr, *dstrides, *sstrides)
+            _, fn = self._bytes_function(index, itemsize, word, "copy_bytes")
+        else:
+            skey, dkey = scalar_key(src.dtype), scalar_key(dst.dtype)
+            if skey is None or dkey is None:
+                raise ValueError(f"cuda:{index} cannot convert {src.dtype} to {dst.dtype}")
+            s_align, d_align = _SCALARS[skey].size, _SCALARS[dkey].size
+            src_aligned = _word(s_align, src.ptr, *sstrides) >= s_align
+            dst_aligned = _word(d_align, dst.ptr, *dstrides) >= d_align
+            key = ("convert", skey, src_aligned, dst_aligned)
+            _, fn = self._function(
+                index,
+                key,
+                lambda: convert_source(skey, src_aligned, dst_aligned),
+                convert_kernel_names(skey),
+                f"convert_{dkey}",
+            )
+        args = [ctypes.c_uint64(dst.ptr), ctypes.c_uint64(src.ptr), _layout(shape, dstrides, sstrides),
+                ctypes.c_int32(len(shape)), ctypes.c_int64(n)]  # fmt: skip
+        self._launch(index, fn, n, args)
+
+    class _Temporary:
+        """A device buffer holding a host array for one launch; freed after the stream drains."""
+
+        def __init__(self, backend: CudaBackend, index: int, host: np.ndarray) -> None:
+            self.backend, self.index, self.host = backend, index, np.ascontiguousarray(host)
+            self.ptr = 0
+
+        def __enter__(self) -> int:
+            d = self.backend._d
+            with self.backend._current(self.index) as state:
+                err, ptr = d.cuMemAlloc(max(self.host.nbytes, 1))
+                if err != CUDA_SUCCESS:
+                    raise cuda_error("cuMemAlloc", err)
+                self.ptr = int(ptr)
+                try:
+                    _check(
+                        "cuMemcpyAsync",
+                        d.cuMemcpyAsync(self.ptr, self.host.ctypes.data, self.host.nbytes,
+                                        state.stream),
+                    )  # fmt: skip
+                except BaseException:
+                    d.cuMemFree(self.ptr)
+                    raise
+            return self.ptr
+
+        def __exit__(self, *exc) -> None:
+            d = self.backend._d
+            with self.backend._current(self.index) as state:
+                try:
+                    _check("cuStreamSynchronize", d.cuStreamSynchronize(state.stream))
+                finally:
+                    _check("cuMemFree", d.cuMemFree(self.ptr))
+
+    def _temporary(self, index: int, host: np.ndarray) -> CudaBackend._Temporary:
+        return CudaBackend._Temporary(self, index, host)
+
+    def _indexed(self, index: int, name: str, ptr_a: int, ptr_b: int, offsets: np.ndarray,
+                 itemsize: int, base: int, contiguous: int) -> None:  # fmt: skip
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64).reshape(-1)
+        if offsets.size == 0:
+            return
+        word = _word(itemsize, base, contiguous, int(np.bitwise_or.reduce(offsets)))
+        _, fn = self._bytes_function(index, itemsize, word, name)
+        n = offsets.size
+        with self._temporary(index, offsets) as dev_offsets:
+            args = [ctypes.c_uint64(ptr_a), ctypes.c_uint64(ptr_b), ctypes.c_uint64(dev_offsets),
+                    ctypes.c_int64(n)]  # fmt: skip
+            self._launch(index, fn, n, args)
+
+    def gather(self, index: int, dst: RawView, src_base: int, offsets: np.ndarray) -> None:
+        self._indexed(index, "gather_bytes", dst.ptr, src_base, offsets, dst.dtype.itemsize,
+                      src_base, dst.ptr)  # fmt: skip
+
+    def scatter(self, index: int, dst_base: int, offsets: np.ndarray, src: RawView) -> None:
+        self._indexed(index, "scatter_bytes", dst_base, src.ptr, offsets, src.dtype.itemsize,
+                      dst_base, src.ptr)  # fmt: skip
+
+    # lifecycle ----------------------------------------------------------------
+    def synchronize(self, index: int) -> None:
+        state = self._states.get(index)
+        if state is None:
+            return  # nothing was ever queued
+        with self._current(index):
+            _check("cuStreamSynchronize", self._d.cuStreamSynchronize(state.stream))
+
+    def reset(self, index: int) -> None:
+        with self._lock:
+            state = self._states.pop(index, None)
+            for p in [p for p, e in self._allocs.items() if e[2] == index]:
+                del self._allocs[p]
+            self._starts = sorted(self._allocs)
+            for p in [p for p, e in self._registered.items() if e[1] == index]:
+                del self._registered[p]
+            for p in [p for p, dev in self._foreign_registered.items() if dev == index]:
+                del self._foreign_registered[p]
+        if state is None:
+            return  # this back-end never used the device
+        d = self._d
+        dev = self._devs[index]
+        _check("cuDevicePrimaryCtxReset", d.cuDevicePrimaryCtxReset(dev))
+        # Resetting does not release our retain of the primary context.
+        _check("cuDevicePrimaryCtxRelease", d.cuDevicePrimaryCtxRelease(dev))
+
+    def pointer_info(self, ptr: int) -> PointerInfo | None:
+        d = self._d
+        a = d.CUpointer_attribute
+        attrs = [
+            a.CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            a.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            a.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            a.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+            a.CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+        ]
+        index = next(iter(self._states), 0)
+        with self._current(index):
+            err, values = d.cuPointerGetAttributes(len(attrs), attrs, ptr)
+        if err in (CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_CONTEXT):
+            return PointerInfo("host", index, ptr, 0)  # not known to CUDA: pageable host memory
+        if err != CUDA_SUCCESS:
+            raise cuda_error("cuPointerGetAttributes", err)
+        managed, mtype, ordinal, start, size = values
+        mtype = int(mtype)
+        ordinal = int(ordinal) if int(ordinal) >= 0 else index
+        if managed:
+            kind = "unified"
+        elif mtype == _MEMORYTYPE_DEVICE or mtype == _MEMORYTYPE_UNIFIED:
+            kind = "device"
+        elif mtype == _MEMORYTYPE_HOST:
+            kind = "host"
+        else:
+            return PointerInfo("host", index, ptr, 0)
+        start, size = int(start), int(size)
+        if start and size and start <= ptr < start + size:
+            return PointerInfo(kind, ordinal, start, size)
+        known = self._known_range(ptr)
+        if known is not None:
+            return PointerInfo(kind, ordinal, *known)
+        # A registered or mapped range whose extent the driver does not report.
+        return PointerInfo(kind, ordinal, ptr, 0)
+
+    def _known_range(self, ptr: int) -> tuple[int, int] | None:
+        with self._lock:
+            i = bisect.bisect_right(self._starts, ptr) - 1
+            if i >= 0:
+                base = self._starts[i]
+                nbytes = self._allocs[base][0]
+                if ptr < base + max(nbytes, 1):
+                    return base, nbytes
+            for base, (nbytes, _) in self._registered.items():
+                if base <= ptr < base + nbytes:
+                    return base, nbytes
+        return None
+
+    def register_host(self, index: int, ptr: int, nbytes: int) -> None:
+        d = self._d
+        flags = d.CU_MEMHOSTREGISTER_PORTABLE | d.CU_MEMHOSTREGISTER_DEVICEMAP
+        with self._current(index):
+            (err,) = d.cuMemHostRegister(ptr, nbytes, flags)
+        if err == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+            with self._lock:  # someone else's registration: leave it to them
+                self._foreign_registered[ptr] = index
+            return
+        if err != CUDA_SUCCESS:
+            raise cuda_error("cuMemHostRegister", err)
+        with self._lock:
+            self._registered[ptr] = (nbytes, index)
+
+    def unregister_host(self, index: int, ptr: int) -> None:
+        with self._lock:
+            if self._foreign_registered.pop(ptr, None) is not None:
+                return
+            self._registered.pop(ptr, None)
+        with self._current(index):
+            _check("cuMemHostUnregister", self._d.cuMemHostUnregister(ptr))
+
+
+def load() -> CudaBackend:
+    """The cuda back-end, or :class:`BackendUnavailable` with the reason."""
+    try:
+        from cuda.bindings import driver, nvrtc
+    except ImportError as exc:
+        raise BackendUnavailable(
+            f"cuda-bindings cannot be imported ({exc}); {_INSTALL_HINT}"
+        ) from exc
+    try:
+        (err,) = driver.cuInit(0)
+    except RuntimeError as exc:  # cuda.pathfinder: no driver library on this machine
+        raise BackendUnavailable(f"the NVIDIA driver cannot be loaded ({exc})") from exc
+    if err != CUDA_SUCCESS:
+        e = cuda_error("cuInit", err)
+        raise BackendUnavailable(f"cuInit failed: {e}")
+    err, count = driver.cuDeviceGetCount()
+    if err != CUDA_SUCCESS:
+        raise BackendUnavailable(f"cuDeviceGetCount failed: {cuda_error('cuDeviceGetCount', err)}")
+    if count < 1:
+        raise BackendUnavailable("the NVIDIA driver reports no CUDA device")
+    try:
+        err, *_ = nvrtc.nvrtcVersion()
+    except RuntimeError as exc:
+        raise BackendUnavailable(
+            f"the NVRTC library cannot be loaded ({exc}); kernels need it: {_INSTALL_HINT}"
+        ) from exc
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise BackendUnavailable(f"nvrtcVersion failed ({err}); {_INSTALL_HINT}")
+    return CudaBackend(driver, count)
