@@ -8,6 +8,7 @@ from . import transfer
 from .array import GPUArray, new_array
 from .devices import _current, _default, Device, get_device
 from .dtypes import _checked, normalize_dtype
+from .errors import UnsupportedDTypeError
 from .layout import normalize_shape
 
 __all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
@@ -143,6 +144,8 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
                          f"use ga.unsafe_wrap for zero-copy wrapping of host memory")
     try:
         host = np.asarray(obj) if dtype is None else np.asarray(obj, dtype=normalize_dtype(dtype))
+    except UnsupportedDTypeError:
+        raise  # its message must start as SPEC 4.4 says
     except (TypeError, ValueError) as e:
         raise type(e)(f"cannot make a GPUArray from {type(obj).__name__}: {e}") from None
     return _from_host(host, dtype, device, "device" if kind is None else kind)
