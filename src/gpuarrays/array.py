@@ -351,7 +351,8 @@ class GPUArray:
                     return a
         if order not in ("C", "F", "A"):
             raise ValueError(f"order must be 'C', 'F' or 'A', got {order!r}")
-        if type(shape) is tuple and shape == self._shape and copy is not True:
+        if (type(shape) is tuple and shape == self._shape and copy is not True
+                and all(type(n) is int for n in shape)):  # (4, 6.0) == (4, 6) is a TypeError
             self._live()
             return self
         if order == "C" and copy is None and not self._freed and (
