@@ -594,3 +594,83 @@ class TestOnDevice:
                 got = a.astype(DTYPES[dst]).get()
                 ok = _comparable(values, DTYPES[dst])
                 assert (_same(expected, got) | ~ok).all(), (src, dst)
+
+
+# Allocator plug-ins (logic; the real libraries run in benchmarks/gpu_check.sh) ------------------
+def test_interop_modules_import_without_their_libraries():
+    from gpuarrays.interop import cupy as ga_cupy
+    from gpuarrays.interop import numba as ga_numba
+
+    assert callable(ga_cupy.malloc) and callable(ga_numba.set_memory_manager)
+
+
+def test_cupy_allocator_without_cupy_names_it(monkeypatch):
+    from gpuarrays.interop import cupy as ga_cupy
+
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(ImportError, match="CuPy"):
+        ga_cupy.allocator()
+
+
+def test_numba_plugin_without_numba_names_it(monkeypatch):
+    from gpuarrays.interop import numba as ga_numba
+
+    monkeypatch.setitem(sys.modules, "numba", None)
+    monkeypatch.setitem(sys.modules, "numba.cuda", None)
+    with pytest.raises(ImportError, match="Numba"):
+        ga_numba.set_memory_manager()
+    with pytest.raises(ImportError, match="Numba"):
+        ga_numba._numba_memory_manager  # noqa: B018
+
+
+def _fake_cupy(monkeypatch):
+    class UnownedMemory:
+        def __init__(self, ptr, size, owner, device_id=-1):
+            self.ptr, self.size, self.owner, self.device_id = ptr, size, owner, device_id
+
+    class MemoryPointer:
+        def __init__(self, mem, offset):
+            self.mem, self.ptr = mem, mem.ptr + offset
+
+    runtime = types.SimpleNamespace(getDevice=lambda: 0)
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        UnownedMemory=UnownedMemory, MemoryPointer=MemoryPointer, runtime=runtime))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    return fake
+
+
+def test_cupy_allocator_serves_from_pools_and_caches(monkeypatch):
+    """The allocator logic with a stand-in CuPy, on cpu:0 (no GPU here)."""
+    from gpuarrays.interop import cupy as ga_cupy
+
+    _fake_cupy(monkeypatch)
+    dev = ga.get_device("cpu:0")
+    monkeypatch.setattr(ga_cupy, "_device_for", lambda cupy, device: dev)
+    malloc = ga_cupy.allocator()
+    base = ga.memory_stats(dev)["used_bytes"]
+    p = malloc(1000)
+    assert isinstance(p.mem.owner, ga.GPUArray) and p.mem.owner.storage.ptr == p.ptr
+    assert p.mem.size == 1000 and p.mem.device_id == 0
+    assert ga.memory_stats(dev)["used_bytes"] > base
+    del p
+    import gc
+
+    gc.collect()
+    dev.memory.apply_pending()
+    assert ga.memory_stats(dev)["used_bytes"] == base
+    cache = ga.AllocCache()
+    with ga.cached(cache):
+        for i in range(3):
+            with ga.record_allocations() as rec:
+                q = malloc(4096)
+                del q
+            if i:
+                assert rec.count == 0 and rec.cache_hits == 1
+    cache.free()
+
+
+def test_cupy_allocator_refuses_an_unknown_kind():
+    from gpuarrays.interop import cupy as ga_cupy
+
+    with pytest.raises(ValueError, match="kind"):
+        ga_cupy.allocator("pinned")
