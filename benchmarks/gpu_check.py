@@ -1,0 +1,423 @@
+"""GPU verification sections for benchmarks/gpu_check.sh (one section per process).
+
+``python benchmarks/gpu_check.py SECTION OUTDIR`` runs one section on cuda:0 and
+writes ``OUTDIR/SECTION.json``: ``{"section", "status", "rows": [[check, result,
+detail], ...], "error"}``.  ``python benchmarks/gpu_check.py table OUTDIR``
+prints the summary table of every section found.  Each check is independent:
+a failing check is recorded and the section goes on.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+
+
+class Section:
+    def __init__(self, name: str, out: str) -> None:
+        self.name, self.out = name, out
+        self.rows: list[list[str]] = []
+        self.failed = False
+
+    def check(self, label: str, fn) -> object:
+        """Run ``fn()``; record "ok"/its string result, or "FAIL" with the error."""
+        try:
+            result = fn()
+        except BaseException as e:  # recorded, never fatal for the other checks
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            self.failed = True
+            detail = f"{type(e).__name__}: {e}"[:300]
+            self.rows.append([label, "FAIL", detail])
+            with open(os.path.join(self.out, f"{self.name}.traceback.txt"), "a") as f:
+                f.write(f"--- {label}\n{traceback.format_exc()}\n")
+            return None
+        if isinstance(result, tuple):
+            self.rows.append([label, str(result[0]), str(result[1])])
+        else:
+            self.rows.append([label, "ok" if result is None else str(result), ""])
+        return result
+
+    def write(self, error: str | None = None) -> None:
+        status = "fail" if (self.failed or error) else "ok"
+        with open(os.path.join(self.out, f"{self.name}.json"), "w") as f:
+            json.dump({"section": self.name, "status": status, "rows": self.rows,
+                       "error": error}, f, indent=1)
+
+
+def _median_us(fn, repeat: int = 2000, warmup: int = 200) -> float:
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        samples.append((time.perf_counter() - t) / repeat * 1e6)
+    return statistics.median(samples)
+
+
+# sections ----------------------------------------------------------------------------------
+def preflight(s: Section) -> None:
+    import gpuarrays as ga
+    from gpuarrays.devices import unavailable_backends
+
+    s.check("python", lambda: ("ok", sys.version.split()[0]))
+    for mod in ("numpy", "cuda.bindings", "cupy", "torch", "numba", "numba.cuda"):
+        def version(mod=mod):
+            m = __import__(mod, fromlist=["_"])
+            return "ok", getattr(m, "__version__", "?")
+        s.check(f"import {mod}", version)
+    s.check("ga.backends()", lambda: ("ok", ga.backends()))
+    s.check("cuda unavailable reason", lambda: ("info", unavailable_backends().get("cuda", "-")))
+
+    def device():
+        dev = ga.get_device("cuda:0")
+        return "ok", f"{dev.name}, {dev.total_memory / 2**30:.1f} GiB, kinds {dev.kinds}"
+    s.check("cuda:0", device)
+
+    def nvrtc():
+        from cuda.bindings import nvrtc as n
+        return "ok", f"NVRTC {n.nvrtcVersion()[1:]}, archs {n.nvrtcGetSupportedArchs()[1]}"
+    s.check("nvrtc", nvrtc)
+
+
+def interop(s: Section) -> None:
+    import numpy as np
+
+    import gpuarrays as ga
+
+    dev = ga.get_device("cuda:0")
+    host = np.arange(24, dtype=np.float32).reshape(4, 6)
+
+    def ga_array():
+        return ga.asarray(host, device=dev)
+
+    # DLPack, gpuarrays -> X
+    def to_torch():
+        import torch
+        a = ga_array()
+        t = torch.from_dlpack(a)
+        assert t.device.type == "cuda" and t.data_ptr() == a.storage.ptr + a.offset
+        np.testing.assert_array_equal(t.cpu().numpy(), host)
+    s.check("dlpack ga -> torch", to_torch)
+
+    def to_cupy():
+        import cupy
+        a = ga_array()
+        c = cupy.from_dlpack(a)
+        assert c.data.ptr == a.storage.ptr + a.offset
+        np.testing.assert_array_equal(cupy.asnumpy(c), host)
+    s.check("dlpack ga -> cupy", to_cupy)
+
+    # DLPack, X -> gpuarrays
+    def from_torch():
+        import torch
+        t = torch.arange(24, dtype=torch.float32, device="cuda").reshape(4, 6)
+        a = ga.from_dlpack(t)
+        assert a.device == dev and a.storage.ptr == t.data_ptr()
+        np.testing.assert_array_equal(a.get(), host)
+    s.check("dlpack torch -> ga", from_torch)
+
+    def from_cupy():
+        import cupy
+        c = cupy.arange(24, dtype=cupy.float32).reshape(4, 6)
+        a = ga.from_dlpack(c)
+        assert a.storage.ptr == c.data.ptr
+        np.testing.assert_array_equal(a.get(), host)
+    s.check("dlpack cupy -> ga", from_cupy)
+
+    # CUDA Array Interface
+    def cai_to_cupy():
+        import cupy
+        a = ga_array()
+        assert a.__cuda_array_interface__["version"] == 3
+        c = cupy.asarray(a)
+        assert c.data.ptr == a.storage.ptr + a.offset
+        np.testing.assert_array_equal(cupy.asnumpy(c), host)
+    s.check("cai ga -> cupy", cai_to_cupy)
+
+    def cai_to_numba():
+        from numba import cuda
+        a = ga_array()
+        d = cuda.as_cuda_array(a)
+        np.testing.assert_array_equal(d.copy_to_host(), host)
+    s.check("cai ga -> numba", cai_to_numba)
+
+    def cai_to_torch():
+        import torch
+        a = ga_array()
+        t = torch.as_tensor(a, device="cuda")
+        assert t.data_ptr() == a.storage.ptr + a.offset
+    s.check("cai ga -> torch", cai_to_torch)
+
+    def cai_from_cupy():
+        import cupy
+        c = cupy.arange(24, dtype=cupy.float32).reshape(4, 6)[:, ::2]
+        a = ga.asarray(c)
+        assert a.storage.ptr <= c.data.ptr and a.strides == c.strides
+        np.testing.assert_array_equal(a.get(), cupy.asnumpy(c))
+    s.check("cai cupy -> ga (strided)", cai_from_cupy)
+
+    def cai_from_numba():
+        from numba import cuda
+        d = cuda.to_device(host)
+        a = ga.asarray(d)
+        np.testing.assert_array_equal(a.get(), host)
+    s.check("cai numba -> ga", cai_from_numba)
+
+    def not_cai_for_cpu():
+        a = ga.zeros(3, device="cpu:0")
+        assert not hasattr(a, "__cuda_array_interface__")
+    s.check("no CAI on cpu arrays", not_cai_for_cpu)
+
+    def kinds_dlpack_device():
+        out = []
+        for kind in dev.kinds:
+            a = ga.zeros(4, device=dev, kind=kind)
+            out.append(f"{kind}={a.__dlpack_device__()}")
+        return "ok", " ".join(out)  # expect device=(2, 0) host=(3, 0) unified=(13, 0)
+    s.check("__dlpack_device__ per kind", kinds_dlpack_device)
+
+    def numba_emm():
+        import subprocess
+        code = (
+            "from gpuarrays.interop.numba import set_memory_manager; set_memory_manager()\n"
+            "import numpy as np, gpuarrays as ga\nfrom numba import cuda\n"
+            "dev = ga.get_device('cuda:0'); before = ga.memory_stats(dev)['alloc_count']\n"
+            "d = cuda.to_device(np.arange(1000.0)); assert d.copy_to_host()[999] == 999\n"
+            "assert ga.memory_stats(dev)['alloc_count'] > before\n"
+            "c = ga.AllocCache()\n"
+            "with ga.cached(c):\n"
+            "    for i in range(3):\n"
+            "        with ga.record_allocations() as r:\n"
+            "            x = cuda.device_array(4096); del x\n"
+            "        assert i == 0 or r.count == 0, r.count\n"
+            "print('numba emm ok')\n"
+        )
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr[-500:]
+    s.check("numba EMM plug-in (+ cached)", numba_emm)
+
+
+def cupy_cached(s: Section) -> None:
+    import cupy
+
+    import gpuarrays as ga
+    from gpuarrays.interop.cupy import using_allocator
+
+    dev = ga.get_device("cuda:0")
+    cache = ga.AllocCache()
+    x = cupy.random.random((512, 512), dtype=cupy.float32)
+
+    def step(y):
+        z = cupy.tanh(y @ y) * 2 + 1
+        return float(z.sum())
+
+    counts = []
+
+    def run():
+        with using_allocator(), ga.cached(cache):
+            for _ in range(10):
+                with ga.record_allocations() as rec:
+                    step(x)
+                counts.append((rec.count, rec.cache_hits))
+        return ("ok" if all(c == 0 for c, _ in counts[1:]) else "FAIL",
+                f"allocations per iteration {[c for c, _ in counts]}, hits {[h for _, h in counts]}")
+    s.check("cupy under ga.cached: 0 new allocations after iteration 1", run)
+    s.check("cache", lambda: ("info", repr(cache)))
+    cupy.cuda.Device(0).synchronize()
+    s.check("cache.free()", cache.free)
+    s.check("memory_stats", lambda: ("info", {k: ga.memory_stats(dev)[k]
+                                              for k in ("used_bytes", "reserved_bytes")}))
+
+
+def alloc_bench(s: Section) -> None:
+    import numpy as np
+
+    import gpuarrays as ga
+
+    dev = ga.get_device("cuda:0")
+    results = {}
+    for size in (4096, 1 << 20):
+        n = size // 4
+
+        def ga_alloc(n=n):
+            ga.empty(n, np.float32, device=dev).free()
+        results[f"ga pool {size}"] = s.check(
+            f"ga.empty+free {size} B (us)", lambda f=ga_alloc: ("us", f"{_median_us(f):.2f}"))
+
+        def ga_del(n=n):
+            a = ga.empty(n, np.float32, device=dev)
+            del a
+        s.check(f"ga.empty+del {size} B (us)", lambda f=ga_del: ("us", f"{_median_us(f):.2f}"))
+        cache = ga.AllocCache()
+
+        def ga_cached(n=n, cache=cache):
+            with ga.cached(cache):
+                ga.empty(n, np.float32, device=dev).free()
+        s.check(f"ga cached hit {size} B (us)", lambda f=ga_cached: ("us", f"{_median_us(f):.2f}"))
+        cache.free()
+
+        def cupy_alloc(n=n):
+            import cupy
+            a = cupy.empty(n, cupy.float32)
+            del a
+        s.check(f"cupy pool {size} B (us)", lambda f=cupy_alloc: ("us", f"{_median_us(f):.2f}"))
+
+        def torch_alloc(n=n):
+            import torch
+            a = torch.empty(n, dtype=torch.float32, device="cuda")
+            del a
+        s.check(f"torch caching {size} B (us)", lambda f=torch_alloc: ("us", f"{_median_us(f):.2f}"))
+
+    def raw():
+        impl = dev.impl
+        def f():
+            impl.free(0, "device", impl.allocate(0, "device", 4096), 4096)
+        return "us", f"{_median_us(f, repeat=200, warmup=20):.2f}"
+    s.check("raw cuMemAlloc+cuMemFree 4096 B (us)", raw)
+    del results
+
+
+def bandwidth(s: Section) -> None:
+    import numpy as np
+
+    import gpuarrays as ga
+
+    dev = ga.get_device("cuda:0")
+    nbytes = 256 << 20
+    n = nbytes // 4
+    d = ga.empty(n, np.float32, device=dev)
+
+    def gbps(fn, reps=5):
+        fn()
+        dev.synchronize()
+        t = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        dev.synchronize()
+        return nbytes * reps / (time.perf_counter() - t) / 1e9
+
+    pageable = np.ones(n, np.float32)
+    h = ga.empty(n, np.float32, device=dev, kind="host")
+    hv = h.host_view()
+    hv[...] = 1
+
+    s.check("H2D from pageable (GB/s)", lambda: ("GB/s", f"{gbps(lambda: d.__setitem__(..., pageable)):.1f}"))
+    s.check("D2H to pageable (GB/s)", lambda: ("GB/s", f"{gbps(lambda: d.get(out=pageable)):.1f}"))
+    s.check("H2D from 'host' (GB/s)", lambda: ("GB/s", f"{gbps(lambda: ga.copyto(d, h)):.1f}"))
+    s.check("D2H to 'host' (GB/s)", lambda: ("GB/s", f"{gbps(lambda: ga.copyto(h, d)):.1f}"))
+
+    def torch_peak():
+        import torch
+        src = torch.ones(n, dtype=torch.float32).pin_memory()
+        dst = torch.empty(n, dtype=torch.float32, device="cuda")
+        def f():
+            dst.copy_(src, non_blocking=True)
+        f()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(5):
+            f()
+        torch.cuda.synchronize()
+        return "GB/s", f"{nbytes * 5 / (time.perf_counter() - t) / 1e9:.1f} (reference peak)"
+    s.check("torch pinned H2D (GB/s)", torch_peak)
+    del hv
+
+
+def reset(s: Section) -> None:
+    import numpy as np
+
+    import gpuarrays as ga
+
+    dev = ga.get_device("cuda:0")
+
+    def stale():
+        a = ga.arange(1000, dtype=np.float32, device=dev)
+        b = a[10:]
+        h = ga.zeros(100, device=dev, kind="host") if "host" in dev.kinds else None
+        old = a.storage.ptr
+        ga.device_reset(dev)
+        for x in (a, b) + ((h,) if h is not None else ()):
+            try:
+                x.get()
+            except ga.DeviceResetError:
+                continue
+            raise AssertionError("a stale array did not raise DeviceResetError")
+        c = ga.arange(1000, dtype=np.float32, device=dev)
+        reused = c.storage.ptr == old
+        del a, b, h
+        gc.collect()
+        dev.memory.apply_pending()
+        np.testing.assert_array_equal(c.get(), np.arange(1000, dtype=np.float32))
+        return "ok", f"address reused after reset: {reused}; new data intact after old finalizers"
+    s.check("stale arrays raise, late finalizers harmless", stale)
+
+    def kernels_after_reset():
+        x = ga.arange(100, dtype=np.float64, device=dev)[::3].astype(np.float16)
+        np.testing.assert_array_equal(x.get(), np.arange(100.0)[::3].astype(np.float16))
+    s.check("kernels recompiled/reloaded after reset", kernels_after_reset)
+
+    def many_resets():
+        for _ in range(5):
+            a = ga.ones(1 << 20, device=dev)
+            ga.device_reset(dev)
+            del a
+        gc.collect()
+        return "ok", f"used_bytes={ga.memory_stats(dev)['used_bytes']}"
+    s.check("5 resets with live arrays", many_resets)
+
+
+SECTIONS = {"preflight": preflight, "interop": interop, "cupy_cached": cupy_cached,
+            "alloc_bench": alloc_bench, "bandwidth": bandwidth, "reset": reset}
+
+
+def table(out: str) -> int:
+    order = ["preflight", "pytest", *[k for k in SECTIONS if k != "preflight"]]
+    failures = 0
+    print(f"\n{'section':<12} {'check':<58} {'result':<8} detail")
+    print("-" * 120)
+    for name in order:
+        path = os.path.join(out, f"{name}.json")
+        if not os.path.exists(path):
+            print(f"{name:<12} {'(no result: crashed or timed out)':<58} {'FAIL':<8}")
+            failures += 1
+            continue
+        with open(path) as f:
+            data = json.load(f)
+        if data.get("error"):
+            print(f"{name:<12} {'(section error)':<58} {'FAIL':<8} {data['error'][:80]}")
+        for label, result, detail in data["rows"]:
+            print(f"{name:<12} {label[:58]:<58} {result[:8]:<8} {detail[:100]}")
+        failures += data["status"] != "ok"
+    print("-" * 120)
+    print(f"sections failed: {failures}")
+    return 0
+
+
+def main() -> int:
+    name, out = sys.argv[1], sys.argv[2]
+    if name == "table":
+        return table(out)
+    s = Section(name, out)
+    try:
+        SECTIONS[name](s)
+    except BaseException as e:  # import errors etc.: record and exit
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        s.write(f"{type(e).__name__}: {e}")
+        traceback.print_exc()
+        return 1
+    s.write()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
