@@ -810,7 +810,7 @@ class CudaBackend:
                 (ctx,) = _check("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain(dev))
                 _check("cuCtxPushCurrent", d.cuCtxPushCurrent(ctx))
                 try:
-                    flags = d.CUstream_flags.CU_STREAM_DEFAULT
+                    flags = int(d.CUstream_flags.CU_STREAM_DEFAULT)  # blocking
                     (stream,) = _check("cuStreamCreate", d.cuStreamCreate(flags))
                 finally:
                     d.cuCtxPopCurrent()
@@ -836,7 +836,7 @@ class CudaBackend:
                 err, ptr = d.cuMemAlloc(size)
                 call = "cuMemAlloc"
             elif kind == "host":
-                flags = d.CU_MEMHOSTALLOC_PORTABLE | d.CU_MEMHOSTALLOC_DEVICEMAP
+                flags = int(d.CU_MEMHOSTALLOC_PORTABLE) | int(d.CU_MEMHOSTALLOC_DEVICEMAP)
                 err, ptr = d.cuMemHostAlloc(size, flags)
                 call = "cuMemHostAlloc"
             else:
@@ -846,7 +846,7 @@ class CudaBackend:
                         f"cuMemAllocManaged({nbytes}) on cuda:{index}: only {free} bytes free "
                         f"on the device (unified memory is not oversubscribed)"
                     )
-                flags = d.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL
+                flags = int(d.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL)
                 err, ptr = d.cuMemAllocManaged(size, flags)
                 call = "cuMemAllocManaged"
         if err != CUDA_SUCCESS:
@@ -1119,7 +1119,7 @@ class CudaBackend:
             a.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
             a.CU_POINTER_ATTRIBUTE_RANGE_SIZE,
         ]
-        index = next(iter(self._states), 0)
+        index = next(iter(list(self._states)), 0)  # any device's context will do
         with self._current(index):
             err, values = d.cuPointerGetAttributes(len(attrs), attrs, ptr)
         if err in (CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_CONTEXT):
@@ -1161,7 +1161,7 @@ class CudaBackend:
 
     def register_host(self, index: int, ptr: int, nbytes: int) -> None:
         d = self._d
-        flags = d.CU_MEMHOSTREGISTER_PORTABLE | d.CU_MEMHOSTREGISTER_DEVICEMAP
+        flags = int(d.CU_MEMHOSTREGISTER_PORTABLE) | int(d.CU_MEMHOSTREGISTER_DEVICEMAP)
         with self._current(index):
             (err,) = d.cuMemHostRegister(ptr, nbytes, flags)
         if err == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
