@@ -164,9 +164,14 @@ def test_host_view_is_zero_copy_both_ways(device):
         np.testing.assert_array_equal(h, np.arange(12.0).reshape(3, 4))
         h[1, 2] = -5.0  # NumPy writes are visible to the device array
         assert a.get()[1, 2] == -5.0
-        a[0] = 42.0  # device writes are visible through the view
+        # Device writes are visible through the view once the device has finished them:
+        # like CUDA/CuPy, work on a device is asynchronous (opencl enqueues kernels), so
+        # the host synchronizes before reading memory a kernel wrote.
+        a[0] = 42.0
+        ga.synchronize(device)
         assert np.all(h[0] == 42.0)
         a[2, ::2] = ga.asarray(np.array([7.0, 8.0]), device=device)
+        device.synchronize()
         np.testing.assert_array_equal(h[2], [7.0, 9.0, 8.0, 11.0])
 
 
@@ -178,6 +183,7 @@ def test_np_asarray_is_zero_copy_for_host_kinds(device):
         h += 3
         np.testing.assert_array_equal(a.get(), np.full((2, 5), 3))
         a[:, 0] = 9
+        ga.synchronize(device)  # the device write is asynchronous on opencl
         assert np.all(h[:, 0] == 9)
         assert np.shares_memory(np.asarray(a), h)
         c = np.array(a)  # np.array copies by default
