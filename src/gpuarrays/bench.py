@@ -57,19 +57,21 @@ class Settings:
     fragment_counts: tuple[int, ...] = (10, 1000, 10_000)
     workload_iterations: int = 40
     workload_repeat: int = 5
+    fragment_rounds: int = 3
     name: str = "full"
 
     @classmethod
     def quick(cls) -> Settings:
         return cls(repeat=21, target_ns=1_000_000, copy_sizes=(1 << 20, 16 << 20),
-                   workload_iterations=10, workload_repeat=3, name="quick")
+                   workload_iterations=10, workload_repeat=3, fragment_rounds=1,
+                   name="quick")
 
     @classmethod
     def smoke(cls) -> Settings:
         """A run that only checks the harness works (figures mean nothing)."""
         return cls(repeat=2, target_ns=100_000, copy_sizes=(1 << 16,),
                    fragment_counts=(10, 100), workload_iterations=2, workload_repeat=1,
-                   name="smoke")
+                   fragment_rounds=1, name="smoke")
 
 
 # timing ---------------------------------------------------------------------------
@@ -88,26 +90,56 @@ def _compile(stmt: str, setup: str, teardown: str, ns: dict) -> Callable[[int], 
     return scope["_bench"]
 
 
-def measure(stmt: str, ns: dict, settings: Settings, setup: str = "",
-            teardown: str = "") -> float:
-    """Median over ``settings.repeat`` repetitions of the time per run of ``stmt`` (ns)."""
-    fn = _compile(stmt, setup, teardown, ns)
+@dataclasses.dataclass
+class Case:
+    """One statement to time: ``stmt`` runs in a loop in namespace ``ns``."""
+
+    stmt: str
+    ns: dict
+    setup: str = ""
+    teardown: str = ""
+
+
+def _calibrate(fn: Callable[[int], int], settings: Settings) -> int:
+    """The loop count that takes about ``settings.target_ns``."""
+    fn(2)  # warm up (first-use costs, kernel compilation)
+    n = 1
+    while True:
+        t = fn(n)
+        if t >= settings.target_ns // 5 or n >= 1 << 24:
+            break
+        n *= 4 if t < settings.target_ns // 50 else 2
+    return max(1, int(n * settings.target_ns / max(t, 1)))
+
+
+def side_by_side(cases: dict[str, Case | None], settings: Settings) -> dict[str, float | None]:
+    """Median time per operation (ns) of each case, measured interleaved.
+
+    Each repetition runs every case once, in turn, so that a change in the
+    machine's load during the measurement affects all of them alike and their
+    ratios stay meaningful.  ``None`` cases (a library that is not installed)
+    give ``None``.
+    """
+    fns = {name: _compile(c.stmt, c.setup, c.teardown, c.ns)
+           for name, c in cases.items() if c is not None}
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        fn(2)  # warm up (first-use costs, kernel compilation)
-        n = 1
-        while True:  # calibrate: the loop count that takes about target_ns
-            t = fn(n)
-            if t >= settings.target_ns // 5 or n >= 1 << 24:
-                break
-            n *= 4 if t < settings.target_ns // 50 else 2
-        number = max(1, int(n * settings.target_ns / max(t, 1)))
-        times = [fn(number) / number for _ in range(settings.repeat)]
+        numbers = {name: _calibrate(fn, settings) for name, fn in fns.items()}
+        times: dict[str, list[float]] = {name: [] for name in fns}
+        for _ in range(settings.repeat):
+            for name, fn in fns.items():
+                times[name].append(fn(numbers[name]) / numbers[name])
     finally:
         if gc_was_on:
             gc.enable()
-    return statistics.median(times)
+    return {name: statistics.median(times[name]) if name in times else None for name in cases}
+
+
+def measure(stmt: str, ns: dict, settings: Settings, setup: str = "",
+            teardown: str = "") -> float:
+    """Median over ``settings.repeat`` repetitions of the time per run of ``stmt`` (ns)."""
+    return side_by_side({"x": Case(stmt, ns, setup, teardown)}, settings)["x"]
 
 
 # optional libraries ------------------------------------------------------------------
@@ -212,14 +244,15 @@ def _bench_derive(dev, settings, libs, rows, targets) -> None:
     t = torch.empty((64, 64), dtype=torch.float32) if torch else None
     c = ocl[1].empty(ocl[3], (64, 64), np.float32) if ocl else None
     for name, stmt in _DERIVES:
-        values: dict[str, float | None] = {}
-        values["gpuarrays"] = measure(stmt or "a.view(np.int32)", {"a": a, "np": np}, settings)
-        values["numpy"] = measure(stmt or "a.view(np.int32)", {"a": h, "np": np}, settings)
-        values["torch"] = (measure(stmt or "a.view(torch.int32)", {"a": t, "torch": torch},
-                                   settings) if torch else None)
+        cases = {
+            "gpuarrays": Case(stmt or "a.view(np.int32)", {"a": a, "np": np}),
+            "numpy": Case(stmt or "a.view(np.int32)", {"a": h, "np": np}),
+            "torch": Case(stmt or "a.view(torch.int32)", {"a": t, "torch": torch})
+            if torch else None,
+        }
         if ocl:
-            values["pyopencl.array"] = measure(stmt or "a.view(np.int32)",
-                                               {"a": c, "np": np}, settings)
+            cases["pyopencl.array"] = Case(stmt or "a.view(np.int32)", {"a": c, "np": np})
+        values = side_by_side(cases, settings)
         rows.append(Row("derive", name, "ns", values))
         libs["progress"].step(f"derive {name}")
         if dev.backend == "cpu" and values["torch"]:
@@ -237,22 +270,31 @@ def _bench_alloc(dev, settings, libs, rows, targets) -> None:
     ocl = libs["pyopencl"]
     ns = {"ga": ga, "np": np, "f32": np.dtype(np.float32), "dev": dev, "cache": ga.AllocCache()}
     ga.empty((1024,), np.float32, device=dev).free()  # warm pool: one 4 KiB block
-    pool = measure("x = ga.empty((1024,), f32, device=dev)\nx.free()", ns, settings)
-    values: dict[str, float | None] = {
-        "gpuarrays": pool,
-        "numpy": measure("x = np.empty(1024, np.float32)\ndel x", ns, settings),
-        "torch": (measure("x = torch.empty(1024, dtype=torch.float32)\ndel x",
-                          {"torch": torch}, settings) if torch else None),
+    cache = ns["cache"]
+    with ga.cached(cache):
+        ga.empty((1024,), np.float32, device=dev).free()  # one cached buffer
+    stmt = "x = ga.empty((1024,), f32, device=dev)\nx.free()"
+    cases = {
+        "gpuarrays": Case(stmt, ns),
+        "numpy": Case("x = np.empty(1024, np.float32)\ndel x", ns),
+        "torch": Case("x = torch.empty(1024, dtype=torch.float32)\ndel x", {"torch": torch})
+        if torch else None,
+        "cache hit": Case(stmt, ns, setup="_cm = ga.cached(cache)\n_cm.__enter__()",
+                          teardown="_cm.__exit__(None, None, None)"),
     }
     if ocl:
         cl, cl_array, ctx, queue = ocl
         flags = cl.svm_mem_flags.READ_WRITE
-        values["raw SVM"] = measure("x = cl.SVMAllocation(ctx, 4096, 0, flags)\nx.release()",
-                                    {"cl": cl, "ctx": ctx, "flags": flags}, settings)
-        values["pyopencl.array"] = measure(
-            "x = cl_array.empty(queue, (1024,), np.float32)\ndel x",
-            {"cl_array": cl_array, "queue": queue, "np": np}, settings)
+        cases["raw SVM"] = Case("x = cl.SVMAllocation(ctx, 4096, 0, flags)\nx.release()",
+                                {"cl": cl, "ctx": ctx, "flags": flags})
+        cases["pyopencl.array"] = Case("x = cl_array.empty(queue, (1024,), np.float32)\ndel x",
+                                       {"cl_array": cl_array, "queue": queue, "np": np})
+    values = side_by_side(cases, settings)
+    if ocl:
         queue.finish()
+    cache.free()
+    hit = values.pop("cache hit")
+    pool = values["gpuarrays"]
     rows.append(Row("alloc", "allocate+free 4 KiB (warm pool)", "ns", values))
     libs["progress"].step("alloc 4 KiB")
     if dev.backend == "cpu" and values["torch"]:
@@ -264,13 +306,6 @@ def _bench_alloc(dev, settings, libs, rows, targets) -> None:
         targets.append(Target("pooled allocate+free", pool / values["raw SVM"], 1.0, None,
                               "raw clSVMAlloc+clSVMFree", "must be cheaper"))
 
-    cache = ns["cache"]
-    with ga.cached(cache):
-        ga.empty((1024,), np.float32, device=dev).free()  # one cached buffer
-    hit = measure("x = ga.empty((1024,), f32, device=dev)\nx.free()", ns, settings,
-                  setup="_cm = ga.cached(cache)\n_cm.__enter__()",
-                  teardown="_cm.__exit__(None, None, None)")
-    cache.free()
     rows.append(Row("cache", "allocate+free 4 KiB", "ns",
                     {"cache hit (ga.cached)": hit, "pool path": pool}))
     libs["progress"].step("cache hit")
@@ -284,18 +319,25 @@ def _bench_fragmentation(dev, settings, libs, rows, targets) -> None:
     values: dict[str, float | None] = {}
     blocks: dict[str, object] = {}
     ga.trim(dev)
-    for count in settings.fragment_counts:
-        sizes = rng.integers(1, 33, size=count) * 512 - rng.integers(0, 100, size=count)
-        held = [ga.empty((int(s),), np.uint8, device=dev) for s in sizes]
-        for x in held:
-            x.free()
-        del held
-        ga.empty((1024,), np.float32, device=dev).free()
-        blocks[str(count)] = ga.memory_stats(dev)["pool_free_blocks"]
-        values[f"{count} free blocks"] = measure(
-            "x = ga.empty((1024,), f32, device=dev)\nx.free()", ns, settings)
-        ga.trim(dev)
-        libs["progress"].step(f"fragmentation {count}")
+    stmt = "x = ga.empty((1024,), f32, device=dev)\nx.free()"
+    samples: dict[int, list[float]] = {count: [] for count in settings.fragment_counts}
+    rounds = settings.fragment_rounds  # rounds spread the machine's load over every level
+    per_round = dataclasses.replace(settings, repeat=max(1, settings.repeat // rounds))
+    for round_ in range(rounds):
+        for count in settings.fragment_counts:
+            sizes = rng.integers(1, 33, size=count) * 512 - rng.integers(0, 100, size=count)
+            held = [ga.empty((int(s),), np.uint8, device=dev) for s in sizes]
+            for x in held:
+                x.free()
+            del held
+            ga.empty((1024,), np.float32, device=dev).free()
+            blocks[str(count)] = ga.memory_stats(dev)["pool_free_blocks"]
+            samples[count].append(side_by_side({"x": Case(stmt, ns)}, per_round)["x"])
+            ga.trim(dev)
+            if round_ == rounds - 1:
+                libs["progress"].step(f"fragmentation {count}")
+    for count, found in samples.items():
+        values[f"{count} free blocks"] = statistics.median(found)
     rows.append(Row("fragmentation", "allocate+free 4 KiB", "ns", values,
                     {"pool_free_blocks": blocks}))
     first, last = values[next(iter(values))], values[list(values)[-1]]
@@ -319,18 +361,21 @@ def _bench_dlpack(dev, settings, libs, rows, targets) -> None:
         try:
             np.from_dlpack(a)
             ga.from_dlpack(h, device=dev)
-        except (BufferError, TypeError, ValueError, RuntimeError, NotImplementedError) as e:
+        # SystemError: NumPy's from_dlpack lost the exception of a refused capsule (seen
+        # with kDLOpenCL capsules); the row is skipped with the reason either way.
+        except (BufferError, TypeError, ValueError, RuntimeError, NotImplementedError,
+                SystemError) as e:
             skipped = f"DLPack exchange with NumPy is not possible on {dev}: {e}"
     t = torch.zeros((64, 64), dtype=torch.float32) if torch else None
     ns["t"] = t
-    export = {"gpuarrays": None if skipped else measure("np.from_dlpack(a)", ns, settings),
-              "torch": measure("np.from_dlpack(t)", ns, settings) if torch else None}
+    export = side_by_side({"gpuarrays": None if skipped else Case("np.from_dlpack(a)", ns),
+                           "torch": Case("np.from_dlpack(t)", ns) if torch else None}, settings)
     rows.append(Row("dlpack", "export: numpy.from_dlpack(x)", "ns", export,
                     {"skipped": skipped} if skipped else {}))
     libs["progress"].step("dlpack export")
-    imp = {"gpuarrays": None if skipped else measure("ga.from_dlpack(h, device=dev)", ns,
-                                                     settings),
-           "torch": measure("torch.from_dlpack(h)", ns, settings) if torch else None}
+    imp = side_by_side({"gpuarrays": None if skipped else Case("ga.from_dlpack(h, device=dev)",
+                                                               ns),
+                        "torch": Case("torch.from_dlpack(h)", ns) if torch else None}, settings)
     rows.append(Row("dlpack", "import: from_dlpack(np_array)", "ns", imp,
                     {"skipped": skipped} if skipped else {}))
     libs["progress"].step("dlpack import")
@@ -350,9 +395,10 @@ def _bench_copy(dev, settings, libs, rows, targets) -> None:
         o = np.empty_like(h)
         a = ga.asarray(h, device=dev)
         ns = {"ga": ga, "np": np, "h": h, "o": o, "a": a, "dev": dev}
-        up = measure("x = ga.asarray(h, device=dev)\nx.free()", ns, settings)
-        down = measure("a.get(out=o)\ndev.synchronize()", ns, settings)
-        ref = measure("np.copyto(o, h)", ns, settings)
+        times = side_by_side({"up": Case("x = ga.asarray(h, device=dev)\nx.free()", ns),
+                              "down": Case("a.get(out=o)\ndev.synchronize()", ns),
+                              "ref": Case("np.copyto(o, h)", ns)}, settings)
+        up, down, ref = times["up"], times["down"], times["ref"]
         rows.append(Row("copy", f"{format_bytes(nbytes)}", "GB/s",
                         {"host->device (ga.asarray)": nbytes / up,
                          "device->host (a.get(out=))": nbytes / down,

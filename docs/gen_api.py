@@ -1,0 +1,209 @@
+"""Generate docs/api.md from the docstrings of every name in ``gpuarrays.__all__``.
+
+Run ``python docs/gen_api.py`` after changing a public signature or docstring;
+``tests/test_docs.py`` checks that api.md covers exactly ``gpuarrays.__all__``
+and that every summary line still matches its docstring.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "src"))
+
+import gpuarrays as ga  # noqa: E402
+
+# Sections of the reference, in reading order; names not listed go to "Other".
+SECTIONS = (
+    ("Arrays and storage", ["GPUArray", "Storage"]),
+    ("Devices", ["Device", "backends", "devices", "get_device", "use_device", "synchronize"]),
+    ("Creating arrays", ["empty", "zeros", "ones", "full", "empty_like", "zeros_like",
+                         "ones_like", "full_like", "arange", "asarray", "to_numpy",
+                         "from_dlpack", "check_dtype"]),
+    ("Derived arrays, copies and overlap", ["reshape", "broadcast_to", "moveaxis", "expand_dims",
+                                            "copyto", "shares_memory", "may_share_memory",
+                                            "unsafe_free"]),
+    ("Foreign memory", ["unsafe_wrap", "pointer_info", "PointerInfo"]),
+    ("Allocation caches", ["AllocCache", "cached", "uncached"]),
+    ("Statistics, limits and history", ["memory_stats", "memory_status",
+                                        "reset_peak_memory_stats", "record_allocations", "trim",
+                                        "set_memory_limit", "parse_size", "memory_history"]),
+    ("Device lifecycle", ["device_reset", "register_reset_hook"]),
+    ("Errors and warnings", ["GPUArraysError", "FreedArrayError", "DeviceResetError",
+                             "OutOfMemoryError", "UnsupportedDTypeError", "CacheInUseError",
+                             "BackendError", "GPUArraysWarning"]),
+)
+
+NO_DOC = "*(no docstring)*"
+# Classes users never construct (factories make them): no constructor signature.
+NO_CONSTRUCTOR = {"GPUArray", "Storage", "Device"}
+# Members that exist for gpuarrays' own modules, not for users.
+INTERNAL = {"Storage": {"decref", "release", "invalidate", "freed_error"},
+            "Device": {"require"}, "memory_history": {"record", "site"},
+            "AllocCache": {"storage", "release_storage", "release_unused", "usage"}}
+# Used only while a function has no docstring of its own (marked as such in api.md).
+FALLBACK = {
+    "zeros": "An array filled with 0; arguments as ``ga.empty``.",
+    "ones": "An array filled with 1; arguments as ``ga.empty``.",
+    "empty_like": "``ga.empty`` with the shape, dtype, device and kind of ``a`` "
+                  "(each can be overridden).",
+    "zeros_like": "``ga.zeros`` with the shape, dtype, device and kind of ``a``.",
+    "ones_like": "``ga.ones`` with the shape, dtype, device and kind of ``a``.",
+    "full_like": "``ga.full`` with the shape, dtype, device and kind of ``a``.",
+    "moveaxis": "A view with axes moved, as ``numpy.moveaxis`` (shares the storage).",
+    "expand_dims": "A view with a new axis of length 1, as ``numpy.expand_dims``.",
+}
+
+
+class _Text:
+    """An annotation kept as text (``from __future__ import annotations``), shown unquoted."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _clean(sig: inspect.Signature) -> inspect.Signature:
+    params = [p.replace(annotation=_Text(p.annotation)) if isinstance(p.annotation, str) else p
+              for p in sig.parameters.values()]
+    ret = sig.return_annotation
+    return sig.replace(parameters=params,
+                       return_annotation=_Text(ret) if isinstance(ret, str) else ret)
+
+
+def summary(obj) -> str:
+    """The first line of ``obj``'s own docstring ('' when it has none)."""
+    doc = _doc(obj)
+    return doc.strip().splitlines()[0].strip() if doc.strip() else ""
+
+
+def _doc(obj) -> str:
+    if isinstance(obj, (property, staticmethod, classmethod)):
+        obj = obj.fget if isinstance(obj, property) else obj.__func__
+    doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else getattr(obj, "__doc__", None)
+    if doc is None and not isinstance(obj, type) and not callable(obj):
+        doc = type(obj).__doc__  # an instance such as memory_history
+    return inspect.cleandoc(doc) if doc else ""
+
+
+def _signature(name: str, obj) -> str:
+    if isinstance(obj, type):
+        if issubclass(obj, BaseException) or name in NO_CONSTRUCTOR:
+            return ""
+        try:
+            sig = inspect.signature(obj)
+        except (TypeError, ValueError):
+            return ""
+        return f"ga.{name}{_clean(sig)}"
+    if not callable(obj):
+        return ""
+    try:
+        return f"ga.{name}{_clean(inspect.signature(obj))}"
+    except (TypeError, ValueError):
+        return ""
+
+
+def _members(owner: str, cls: type) -> list[tuple[str, object]]:
+    found: dict[str, object] = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        for mname, member in vars(klass).items():
+            if mname.startswith("_") or mname in INTERNAL.get(owner, ()):
+                continue
+            if callable(member) or isinstance(member, (property, staticmethod, classmethod)):
+                found[mname] = member
+    return list(found.items())
+
+
+def _member_text(mname: str, member) -> str:
+    if isinstance(member, property):
+        return f"`{mname}`"
+    fn = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+        if params and params[0].name in ("self", "cls"):
+            params = params[1:]
+        sig = str(_clean(inspect.Signature(params)))
+    except (TypeError, ValueError):
+        sig = "(...)"
+    return f"`.{mname}{sig}`"
+
+
+def _member_lines(owner: str, members: list[tuple[str, object]]) -> list[str]:
+    documented = [(m, member) for m, member in members if summary(member)]
+    plain = [(m, member) for m, member in members if not summary(member)]
+    lines = ["Members:", ""] if members else []
+    for m, member in documented:
+        lines.append(f"- {_member_text(m, member)}: {summary(member)}")
+    if plain:
+        lines.append("- also: " + ", ".join(_member_text(m, member)
+                                                          for m, member in plain))
+    return lines + ([""] if members else [])
+
+
+def _entry(name: str) -> list[str]:
+    obj = getattr(ga, name)
+    lines = [f"### `ga.{name}`", ""]
+    sig = _signature(name, obj)
+    if sig:
+        lines += ["```text", sig, "```", ""]
+    if isinstance(obj, type) and issubclass(obj, BaseException):
+        lines += [f"Inherits: {', '.join(b.__name__ for b in obj.__bases__)}.", ""]
+    doc = _doc(obj) or (FALLBACK[name] + " *(summary from docs/gen_api.py: the function has "
+                        "no docstring yet)*" if name in FALLBACK else NO_DOC)
+    lines += [doc, ""]
+    if isinstance(obj, type) and not issubclass(obj, BaseException):
+        if name in NO_CONSTRUCTOR:
+            lines += ["Not constructed directly: gpuarrays' functions make and return it.", ""]
+        lines += _member_lines(name, _members(name, obj))
+    elif not callable(obj):  # an instance, such as memory_history
+        lines += _member_lines(name, _members(name, type(obj)))
+    return lines
+
+
+def render() -> str:
+    """The text of api.md."""
+    names = list(ga.__all__)
+    placed = [n for _, group in SECTIONS for n in group if n in names]
+    other = [n for n in names if n not in placed]
+    sections = [(title, [n for n in group if n in names]) for title, group in SECTIONS]
+    if other:
+        sections.append(("Other", other))
+    lines = ["# API reference", "",
+             "<!-- Generated by docs/gen_api.py from the docstrings; do not edit by hand. -->",
+             "",
+             "Every public name of `gpuarrays` (`import gpuarrays as ga`), that is every name in "
+             "`ga.__all__`. The storage model behind them is explained in [guide.md](guide.md).",
+             ""]
+    for title, group in sections:
+        if group:
+            lines.append(f"- [{title}](#{_anchor(title)}): "
+                         + ", ".join(f"`{n}`" for n in group))
+    lines.append("")
+    for title, group in sections:
+        if not group:
+            continue
+        lines += [f"## {title}", ""]
+        for name in group:
+            lines += _entry(name)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _anchor(title: str) -> str:
+    return "".join(c for c in title.lower().replace(" ", "-") if c.isalnum() or c == "-")
+
+
+def main() -> int:
+    path = os.path.join(HERE, "api.md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render())
+    print(f"wrote {path} ({len(ga.__all__)} names)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
