@@ -19,9 +19,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def run_cli(*args: str, cwd: Path | None = None, script: list[str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
+            timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
     """``python -m gpuarrays ARGS`` in a fresh interpreter, with src/ importable."""
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, *(script or ["-m", "gpuarrays"]), *args]
@@ -48,6 +48,15 @@ def test_info_lists_backends_devices_memory_and_kinds():
         assert ", ".join(dev.kinds) in out
     assert "float64" in out and "limit" in out
     assert "cuda" in out  # a missing back-end is listed with why it is missing
+    assert "pool granularity: 512 B" in out and "free blocks" in out
+
+
+def test_info_shows_the_memory_limit_from_the_environment():
+    env = {"GPUARRAYS_MEMORY_LIMIT": "3GiB"}
+    proc = run_cli("info", env=env)
+    assert_clean(proc)
+    assert "GPUARRAYS_MEMORY_LIMIT=3GiB" in proc.stdout
+    assert "limit 3.0 GiB" in proc.stdout
 
 
 def test_no_subcommand_is_a_usage_error():

@@ -17,7 +17,15 @@ def _info(args: argparse.Namespace) -> int:
     print(f"back-ends: {', '.join(ga.backends())}")
     for name, why in unavailable_backends().items():
         print(f"  {name}: unavailable ({why})")
-    print(f"default device: {default_device()}")
+    import os
+
+    from gpuarrays.pool import GRANULARITY
+
+    env = {k: os.environ[k] for k in ("GPUARRAYS_DEVICE", "GPUARRAYS_MEMORY_LIMIT")
+           if k in os.environ}
+    print(f"default device: {default_device()}"
+          + (f" ({', '.join(f'{k}={v}' for k, v in env.items())})" if env else ""))
+    print(f"pool granularity: {GRANULARITY} B (byte counts are pool block sizes)")
     for dev in ga.devices():
         stats = ga.memory_stats(dev)
         print(f"{dev}: {dev.name}")
@@ -26,7 +34,8 @@ def _info(args: argparse.Namespace) -> int:
               f"float16 {'yes' if dev.info.float16 else 'no'}")
         print(f"  limit {format_bytes(stats['limit_bytes'])}, used "
               f"{format_bytes(stats['used_bytes'])}, pool {format_bytes(stats['pool_cached_bytes'])}"
-              f", caches {format_bytes(stats['cache_held_bytes'])}")
+              f" ({stats['pool_free_blocks']} free blocks), caches "
+              f"{format_bytes(stats['cache_held_bytes'])}")
     return 0
 
 
