@@ -190,6 +190,10 @@ def test_bench_runs_on_every_device(device):
     assert groups == GROUPS
     frag = next(r for r in result["results"] if r["group"] == "fragmentation")
     assert frag["pool_free_blocks"]["100"] >= 100
+    copy = next(r for r in result["results"] if r["group"] == "copy")
+    assert all(v > 0 for v in copy["values"].values())
+    if "host" in device.kinds:
+        assert "host kind->device (copyto)" in copy["values"]
     report = bench.format_report(result)
     assert str(device) in report and "fragmentation" in report
     if device.backend == "opencl":

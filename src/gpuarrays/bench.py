@@ -152,6 +152,27 @@ def _torch():
     return torch
 
 
+def _cuda_peers(dev) -> dict:
+    """On a CUDA device: CuPy and PyTorch's CUDA device string, where installed."""
+    peers: dict = {"cupy": None, "torch_cuda": None}
+    if dev.backend != "cuda":
+        return peers
+    try:
+        import cupy
+
+        peers["cupy"] = cupy
+    except ImportError:
+        pass
+    torch = _torch()
+    if torch is not None and torch.cuda.is_available() and dev.index < torch.cuda.device_count():
+        peers["torch_cuda"] = f"cuda:{dev.index}"
+    return peers
+
+
+_CUPY_SETUP = "_d = cupy.cuda.Device(idx)\n_d.__enter__()"
+_CUPY_TEARDOWN = "cupy.cuda.Device(idx).synchronize()\n_d.__exit__(None, None, None)"
+
+
 def _pyopencl(dev):
     """(cl, cl_array, context, queue) on ``dev``'s OpenCL device, or None."""
     if dev.backend != "opencl":
@@ -243,6 +264,11 @@ def _bench_derive(dev, settings, libs, rows, targets) -> None:
     h = np.empty((64, 64), np.float32)
     t = torch.empty((64, 64), dtype=torch.float32) if torch else None
     c = ocl[1].empty(ocl[3], (64, 64), np.float32) if ocl else None
+    cupy, tdev = libs["cuda"]["cupy"], libs["cuda"]["torch_cuda"]
+    if cupy is not None:
+        with cupy.cuda.Device(dev.index):
+            g = cupy.empty((64, 64), np.float32)
+    tc = torch.empty((64, 64), dtype=torch.float32, device=tdev) if tdev else None
     for name, stmt in _DERIVES:
         cases = {
             "gpuarrays": Case(stmt or "a.view(np.int32)", {"a": a, "np": np}),
@@ -252,6 +278,10 @@ def _bench_derive(dev, settings, libs, rows, targets) -> None:
         }
         if ocl:
             cases["pyopencl.array"] = Case(stmt or "a.view(np.int32)", {"a": c, "np": np})
+        if cupy is not None:
+            cases["cupy"] = Case(stmt or "a.view(np.int32)", {"a": g, "np": np})
+        if tdev:
+            cases["torch (cuda)"] = Case(stmt or "a.view(torch.int32)", {"a": tc, "torch": torch})
         values = side_by_side(cases, settings)
         rows.append(Row("derive", name, "ns", values))
         libs["progress"].step(f"derive {name}")
@@ -289,6 +319,14 @@ def _bench_alloc(dev, settings, libs, rows, targets) -> None:
                                 {"cl": cl, "ctx": ctx, "flags": flags})
         cases["pyopencl.array"] = Case("x = cl_array.empty(queue, (1024,), np.float32)\ndel x",
                                        {"cl_array": cl_array, "queue": queue, "np": np})
+    cupy, tdev = libs["cuda"]["cupy"], libs["cuda"]["torch_cuda"]
+    if cupy is not None:
+        cases["cupy"] = Case("x = cupy.empty(1024, cupy.float32)\ndel x",
+                             {"cupy": cupy, "idx": dev.index}, _CUPY_SETUP, _CUPY_TEARDOWN)
+    if tdev:
+        cases["torch (cuda)"] = Case(
+            "x = torch.empty(1024, dtype=torch.float32, device=tdev)\ndel x",
+            {"torch": torch, "tdev": tdev})
     values = side_by_side(cases, settings)
     if ocl:
         queue.finish()
@@ -300,6 +338,10 @@ def _bench_alloc(dev, settings, libs, rows, targets) -> None:
     if dev.backend == "cpu" and values["torch"]:
         targets.append(Target("pooled allocate+free", pool / values["torch"], 0.7, None,
                               "torch.empty+release"))
+    for peer, what in (("cupy", "CuPy's memory pool"), ("torch (cuda)", "PyTorch's caching "
+                                                                       "allocator")):
+        if values.get(peer):
+            targets.append(Target("pooled allocate+free", pool / values[peer], 1.0, None, what))
     if ocl:
         targets.append(Target("pooled allocate+free", pool / values["pyopencl.array"], 0.1,
                               None, "pyopencl.array.empty"))
@@ -395,15 +437,22 @@ def _bench_copy(dev, settings, libs, rows, targets) -> None:
         o = np.empty_like(h)
         a = ga.asarray(h, device=dev)
         ns = {"ga": ga, "np": np, "h": h, "o": o, "a": a, "dev": dev}
-        times = side_by_side({"up": Case("x = ga.asarray(h, device=dev)\nx.free()", ns),
-                              "down": Case("a.get(out=o)\ndev.synchronize()", ns),
-                              "ref": Case("np.copyto(o, h)", ns)}, settings)
-        up, down, ref = times["up"], times["down"], times["ref"]
-        rows.append(Row("copy", f"{format_bytes(nbytes)}", "GB/s",
-                        {"host->device (ga.asarray)": nbytes / up,
-                         "device->host (a.get(out=))": nbytes / down,
-                         "numpy copy (np.copyto)": nbytes / ref},
-                        {"nbytes": nbytes}))
+        cases = {"up": Case("x = ga.asarray(h, device=dev)\nx.free()", ns),
+                 "down": Case("a.get(out=o)\ndev.synchronize()", ns),
+                 "ref": Case("np.copyto(o, h)", ns)}
+        if "host" in dev.kinds:  # from/to page-locked "host" memory: the link's speed
+            ns["hk"] = ga.asarray(h, device=dev, kind="host")
+            cases["pinned_up"] = Case("ga.copyto(a, hk)\ndev.synchronize()", ns)
+            cases["pinned_down"] = Case("ga.copyto(hk, a)\ndev.synchronize()", ns)
+        times = side_by_side(cases, settings)
+        values = {"host->device (ga.asarray)": nbytes / times["up"],
+                  "device->host (a.get(out=))": nbytes / times["down"]}
+        if "pinned_up" in times:
+            values["host kind->device (copyto)"] = nbytes / times["pinned_up"]
+            values["device->host kind (copyto)"] = nbytes / times["pinned_down"]
+            ns["hk"].free()
+        values["numpy copy (np.copyto)"] = nbytes / times["ref"]
+        rows.append(Row("copy", f"{format_bytes(nbytes)}", "GB/s", values, {"nbytes": nbytes}))
         a.free()
         libs["progress"].step(f"copy {format_bytes(nbytes)}")
 
@@ -449,7 +498,7 @@ def run(device=None, settings: Settings | None = None, progress: TextIO | None =
     settings = settings or Settings()
     dev = ga.get_device(device)
     torch = _torch()
-    libs = {"torch": torch, "pyopencl": _pyopencl(dev)}
+    libs = {"torch": torch, "pyopencl": _pyopencl(dev), "cuda": _cuda_peers(dev)}
     chosen = [g for g in _GROUPS if groups is None or g[0] in groups]
     total = sum(len(settings.fragment_counts) if name == "fragmentation" else
                 len(settings.copy_sizes) if name == "copy" else n for name, _, n in chosen)
@@ -464,6 +513,8 @@ def run(device=None, settings: Settings | None = None, progress: TextIO | None =
                 "torch": getattr(torch, "__version__", None)}
     if libs["pyopencl"]:
         versions["pyopencl"] = libs["pyopencl"][0].VERSION_TEXT
+    if libs["cuda"]["cupy"] is not None:
+        versions["cupy"] = libs["cuda"]["cupy"].__version__
     return {
         "device": str(dev),
         "device_name": dev.name,
