@@ -163,6 +163,7 @@ def to_device(src, device, kind: str | None):
     kind = src.kind if kind is None else kind
     if device == src.device and kind == src.kind:
         return src
+    device.require(src.dtype)  # the target may lack float64/float16
     out = _array.new_array(src.shape, src.dtype, device, kind)
     try:
         if device == src.device:
