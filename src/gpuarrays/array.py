@@ -600,6 +600,16 @@ class GPUArray:
 
         return dlpack.device_of(self)
 
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """CUDA Array Interface v3; ``AttributeError`` (so ``hasattr`` is False) off CUDA."""
+        if self._storage.device.backend != "cuda":
+            raise AttributeError(f"__cuda_array_interface__ exists only for arrays on CUDA "
+                                 f"devices; this one is on {self._storage.device}")
+        from .interop import cai
+
+        return cai.interface(self)
+
     # text ----------------------------------------------------------------------------
     def __repr__(self) -> str:
         dev = self._storage.device
