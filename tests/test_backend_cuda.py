@@ -674,3 +674,8 @@ def test_cupy_allocator_refuses_an_unknown_kind():
 
     with pytest.raises(ValueError, match="kind"):
         ga_cupy.allocator("pinned")
+
+
+def test_no_cuda_array_interface_off_cuda():
+    a = ga.zeros(3, device="cpu:0")
+    assert not hasattr(a, "__cuda_array_interface__")

@@ -1091,6 +1091,32 @@ class CudaBackend:
         with self._current(index):
             _check("cuStreamSynchronize", self._d.cuStreamSynchronize(state.stream))
 
+    # streams, for interchange (interop/cai.py, interop/dlpack.py) ----------------
+    def stream_handle(self, index: int) -> int:
+        """The handle of the device's stream, as the CUDA Array Interface and DLPack pass it."""
+        return int(self._state(index).stream)
+
+    # The stream CAI consumers order their work after; the stream DLPack producers
+    # are asked to make their data ready on.
+    cai_stream = stream_handle
+    dlpack_stream = stream_handle
+
+    def wait_stream(self, index: int, stream: int) -> None:
+        """Order the device's stream after the work queued so far on a foreign ``stream``.
+
+        ``stream`` is a handle as the interchange protocols give it (1: legacy
+        default stream, 2: per-thread default stream, else a ``CUstream``).
+        """
+        d = self._d
+        with self._current(index) as state:
+            flags = int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+            (event,) = _check("cuEventCreate", d.cuEventCreate(flags))
+            try:
+                _check("cuEventRecord", d.cuEventRecord(event, d.CUstream(int(stream))))
+                _check("cuStreamWaitEvent", d.cuStreamWaitEvent(state.stream, event, 0))
+            finally:
+                d.cuEventDestroy(event)  # released once the wait has been satisfied
+
     def reset(self, index: int) -> None:
         with self._lock:
             state = self._states.pop(index, None)
