@@ -1,0 +1,671 @@
+"""DLPack (SPEC 8.2): our producer with numpy.from_dlpack / torch.from_dlpack as consumers,
+ga.from_dlpack with NumPy / PyTorch / our own arrays as producers, capsule lifetimes.
+
+NumPy is the oracle for layouts and values; lifetimes are checked with storage.refcount,
+used_bytes and the producer objects' own lifetimes (weak references).
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpuarrays as ga
+from gpuarrays.interop import dlpack
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64", "complex64", "complex128"]
+
+# Layouts of a (4, 5, 6) array, applied to NumPy and to GPUArrays alike.
+LAYOUTS = {
+    "whole": lambda x: x,
+    "offset": lambda x: x[1:, 2:],
+    "strided": lambda x: x[::2, :, 1::3],
+    "negative": lambda x: x[::-1, :, ::-2],
+    "transposed": lambda x: x.transpose(2, 0, 1),
+    "0-d": lambda x: x[1, 2, 3, ...],
+    "zero-size": lambda x: x[:, 3:3],
+    "row": lambda x: x[2, 1],
+}
+
+
+@pytest.fixture
+def torch():
+    try:
+        import torch
+    except ImportError as e:
+        pytest.skip(f"PyTorch is not importable: {e}")
+    return torch
+
+
+def sample(dtype: str, shape=(4, 5, 6)) -> np.ndarray:
+    n = int(np.prod(shape))
+    values = np.arange(n) % 7 - 3
+    if dtype == "bool":
+        return (values > 0).reshape(shape)
+    if dtype.startswith("complex"):
+        return (values + 1j * values[::-1]).astype(dtype).reshape(shape)
+    if dtype.startswith("uint"):
+        values = values + 3
+    return values.astype(dtype).reshape(shape)
+
+
+def address(n: np.ndarray) -> int:
+    return n.__array_interface__["data"][0]
+
+
+def capsule_name(capsule) -> str:
+    return repr(capsule).split('"')[1]
+
+
+def managed_of(capsule):
+    """The DLManagedTensor[Versioned] struct of an unconsumed capsule (for inspection)."""
+    name = capsule_name(capsule)
+    ptr = dlpack._capsule_get_pointer(capsule, name.encode())
+    kind = dlpack.DLManagedTensorVersioned if name.endswith("versioned") else dlpack.DLManagedTensor
+    return kind.from_address(ptr)
+
+
+# ------------------------------------------------------------------------ device tuple
+def test_dlpack_device_cpu_backend_is_kdlcpu_for_every_kind():
+    for kind in ("device", "host", "unified"):
+        a = ga.zeros(3, device="cpu:0", kind=kind)
+        assert a.__dlpack_device__() == (dlpack.kDLCPU, 0)
+
+
+def test_dlpack_device(device):
+    a = ga.zeros(3, device=device)
+    expected = {"cpu": (1, 0), "opencl": (4, device.index)}.get(device.backend)
+    if expected is not None:
+        assert a.__dlpack_device__() == expected
+    a.free()
+    assert a.__dlpack_device__() == expected or expected is None  # metadata survives a free
+
+
+# ------------------------------------------------------------------------ capsule format
+def test_versioned_only_when_max_version_allows(device):
+    a = ga.arange(6, dtype="int32", device=device)
+    versioned = "dltensor_versioned"
+    assert capsule_name(a.__dlpack__()) == "dltensor"
+    assert capsule_name(a.__dlpack__(max_version=(0, 8))) == "dltensor"
+    assert capsule_name(a.__dlpack__(max_version=(1, 0))) == versioned
+    assert capsule_name(a.__dlpack__(max_version=(1, 3))) == versioned
+    assert capsule_name(a.__dlpack__(max_version=(2, 0))) == versioned
+    ro = ga.broadcast_to(a, (2, 6))
+    assert capsule_name(ro.__dlpack__(max_version=(1, 0))) == "dltensor_versioned"
+    del ro
+    gc.collect()
+    assert a.storage.refcount == 1
+
+
+@pytest.mark.parametrize("layout", ["whole", "offset", "negative", "transposed", "0-d"])
+def test_struct_fields(device, layout):
+    """Strides always filled in (elements); data = address of element 0; byte_offset 0."""
+    host = sample("float32")
+    a = ga.asarray(host, device=device)
+    v = LAYOUTS[layout](a)
+    h = LAYOUTS[layout](host)
+    capsule = v.__dlpack__(max_version=(1, 0))
+    m = managed_of(capsule)  # the capsule must outlive m
+    assert (m.version.major, m.version.minor) == (1, 0)
+    assert m.flags == 0
+    t = m.dl_tensor
+    assert t.ndim == h.ndim
+    assert t.byte_offset == 0
+    assert t.data == v.data_ptr
+    assert (t.device.device_type, t.device.device_id) == v.__dlpack_device__()
+    assert (t.dtype.code, t.dtype.bits, t.dtype.lanes) == (dlpack.kDLFloat, 32, 1)
+    assert tuple(t.shape[i] for i in range(t.ndim)) == h.shape
+    if h.ndim:
+        assert bool(t.strides)
+        assert tuple(t.strides[i] for i in range(t.ndim)) == tuple(s // 4 for s in h.strides)
+
+
+def test_read_only_flag_and_legacy_refusal(device):
+    a = ga.arange(6.0, device=device)
+    ro = ga.broadcast_to(a, (3, 6))
+    assert not ro.flags.writeable
+    capsule = ro.__dlpack__(max_version=(1, 0))
+    m = managed_of(capsule)  # the capsule must outlive m
+    assert m.flags & dlpack.FLAG_READ_ONLY
+    with pytest.raises(BufferError, match="read-only"):
+        ro.__dlpack__()
+    with pytest.raises(BufferError, match="read-only"):
+        ro.__dlpack__(max_version=(0, 9))
+    # a copy is writeable, so even a legacy capsule can carry it
+    capsule = ro.__dlpack__(copy=True)
+    assert capsule_name(capsule) == "dltensor"
+    del capsule, m
+    gc.collect()
+    assert a.storage.refcount == 2  # a and ro
+
+
+def test_copy_true_sets_is_copied(device):
+    a = ga.arange(5.0, device=device)
+    capsule = a.__dlpack__(max_version=(1, 0), copy=True)
+    m = managed_of(capsule)  # the capsule must outlive m
+    assert m.flags & dlpack.FLAG_IS_COPIED
+    assert m.dl_tensor.data != a.data_ptr
+    capsule = a.__dlpack__(max_version=(1, 0), copy=False)
+    m = managed_of(capsule)  # the capsule must outlive m
+    assert not m.flags & dlpack.FLAG_IS_COPIED
+    assert m.dl_tensor.data == a.data_ptr
+
+
+def test_bad_requests(device):
+    a = ga.arange(4.0, device=device)
+    with pytest.raises(BufferError, match="DLPack device"):
+        a.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
+    with pytest.raises(ValueError, match="stream"):
+        a.__dlpack__(stream=3)
+    with pytest.raises(ValueError, match="max_version"):
+        a.__dlpack__(max_version="1.0")
+    with pytest.raises(ValueError, match="copy"):
+        a.__dlpack__(copy="yes")
+    structured = ga.zeros(3, dtype=[("x", "f4"), ("y", "i4")], device=device)
+    with pytest.raises(BufferError):
+        structured.__dlpack__(max_version=(1, 0))
+    gc.collect()
+    assert a.storage.refcount == 1
+    assert structured.storage.refcount == 1
+
+
+def test_freed_array_cannot_be_exported(device):
+    a = ga.arange(4.0, device=device)
+    a.free()
+    with pytest.raises(ga.FreedArrayError):
+        a.__dlpack__(max_version=(1, 0))
+    b = ga.arange(4.0, device=device)
+    c = b[1:]
+    b.free(force=True)
+    with pytest.raises(ga.FreedArrayError, match="forced free"):
+        c.__dlpack__()
+
+
+# ------------------------------------------------------------------------ capsule lifetime
+@pytest.mark.parametrize("max_version", [None, (1, 0)])
+def test_unconsumed_capsule_releases_its_handle(device, used, max_version):
+    baseline = used()
+    a = ga.zeros((64, 64), device=device)
+    capsules = [a[i].__dlpack__(max_version=max_version) for i in range(3)]
+    assert a.storage.refcount == 4
+    a.free()
+    assert not a.storage.is_freed  # the capsules keep the memory
+    assert used() > baseline
+    capsules.pop()
+    assert a.storage.refcount == 2
+    del capsules
+    assert a.storage.is_freed
+    assert used() == baseline
+
+
+def test_capsule_dropped_in_another_thread(device, used):
+    baseline = used()
+    a = ga.ones(1000, device=device)
+    box = [a.__dlpack__(max_version=(1, 0)), a.__dlpack__()]
+    a.free()
+    assert box[0] is not None and a.storage.refcount == 2
+    t = threading.Thread(target=box.clear)
+    t.start()
+    t.join()
+    assert a.storage.is_freed
+    assert used() == baseline
+
+
+def test_consumed_twice_is_refused(device, used):
+    baseline = used()
+    a = ga.arange(5.0, device=device)
+    for max_version in (None, (1, 0)):
+        capsule = a.__dlpack__(max_version=max_version)
+        b = ga.from_dlpack(capsule)
+        assert capsule_name(capsule).startswith("used_")
+        with pytest.raises(BufferError, match="already consumed"):
+            ga.from_dlpack(capsule)
+        assert ga.shares_memory(a, b)
+        np.testing.assert_array_equal(b.get(), np.arange(5.0))
+        b.free()
+        del capsule
+    gc.collect()
+    assert a.storage.refcount == 1
+    a.free()
+    assert used() == baseline
+
+
+def test_numpy_refuses_a_used_capsule():
+    a = ga.arange(5.0, device="cpu:0")
+    box = [a.__dlpack__(max_version=(1, 0))]
+
+    class Producer:
+        def __dlpack_device__(self):
+            return (dlpack.kDLCPU, 0)
+
+        def __dlpack__(self, **kwargs):
+            return box[0]
+
+    n = np.from_dlpack(Producer())
+    with pytest.raises((BufferError, ValueError, RuntimeError)):
+        np.from_dlpack(Producer())
+    box.clear()
+    assert a.storage.refcount == 2  # n holds the capsule's handle
+    del n
+    assert a.storage.refcount == 1
+
+
+# ------------------------------------------------------------------------ numpy consumer
+@pytest.mark.parametrize("kind", ["device", "host", "unified"])
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_numpy_from_dlpack_zero_copy_and_keep_alive(kind, layout):
+    dev = ga.get_device("cpu:0")
+    gc.collect()
+    baseline = ga.memory_stats(dev)["used_bytes"]
+    host = sample("float64")
+    a = ga.asarray(host, device=dev, kind=kind)
+    v = LAYOUTS[layout](a)
+    expected = LAYOUTS[layout](host)
+    n = np.from_dlpack(v)
+    assert n.shape == expected.shape
+    assert n.strides == expected.strides or expected.size <= 1
+    np.testing.assert_array_equal(n, expected)
+    if expected.size:
+        assert address(n) == v.data_ptr
+    storage = a.storage
+    assert storage.refcount == (2 if v is a else 3)  # a, v, the capsule consumed by n
+    a.free()
+    v.free()
+    assert not storage.is_freed and storage.refcount == 1
+    np.testing.assert_array_equal(n, expected)  # memory still valid
+    del n
+    gc.collect()
+    assert storage.is_freed
+    assert ga.memory_stats(dev)["used_bytes"] == baseline
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_numpy_from_dlpack_every_dtype(dtype):
+    host = sample(dtype, (3, 4))
+    a = ga.asarray(host, device="cpu:0")
+    for v, h in ((a, host), (a[1:, ::2], host[1:, ::2]), (a[2, 3], host[2, 3])):
+        n = np.from_dlpack(v)
+        assert n.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(n, h)
+        assert address(n) == v.data_ptr
+
+
+def test_numpy_sees_writes_both_ways():
+    a = ga.zeros((3, 4), device="cpu:0", kind="host")
+    n = np.from_dlpack(a[1:, 1:])
+    n[0, 0] = 7.0
+    a[2, 3] = 9.0
+    assert a.get()[1, 1] == 7.0
+    assert n[1, 2] == 9.0
+
+
+def test_numpy_read_only():
+    a = ga.arange(6.0, device="cpu:0")
+    n = np.from_dlpack(ga.broadcast_to(a, (2, 6)))
+    assert not n.flags.writeable
+    assert n.strides == (0, 8)
+    np.testing.assert_array_equal(n, np.broadcast_to(np.arange(6.0), (2, 6)))
+    d = np.from_dlpack(ga.asarray(np.eye(3), device="cpu:0").diagonal())
+    assert not d.flags.writeable
+    np.testing.assert_array_equal(d, np.ones(3))
+
+
+def test_numpy_asks_for_a_host_copy(device):
+    """np.from_dlpack(device="cpu") passes dl_device=(kDLCPU, 0): a host copy off-host."""
+    host = sample("float32")[:, ::2]
+    a = ga.asarray(host, device=device)
+    n = np.from_dlpack(a, device="cpu")
+    np.testing.assert_array_equal(n, host)
+    n2 = np.from_dlpack(a, device="cpu", copy=True)
+    np.testing.assert_array_equal(n2, host)
+    assert not np.shares_memory(n, n2)
+    if device.backend != "cpu":  # copy=True alone copies on the device, which NumPy refuses
+        with pytest.raises(RuntimeError, match="device"):
+            np.from_dlpack(a, copy=True)
+    if device.backend == "cpu":
+        assert address(np.from_dlpack(a, device="cpu")) == a.data_ptr
+        assert address(n) == a.data_ptr
+        del n
+    else:
+        with pytest.raises(BufferError, match="copy=False"):
+            a.__dlpack__(max_version=(1, 0), dl_device=(dlpack.kDLCPU, 0), copy=False)
+    gc.collect()
+    assert a.storage.refcount == 1
+
+
+def test_opencl_export_is_refused_by_numpy_and_released():
+    devs = [d for d in ga.devices() if d.backend == "opencl"]
+    if not devs:
+        pytest.skip("no OpenCL device")
+    a = ga.arange(5.0, device=devs[0])
+    assert a.__dlpack_device__() == (dlpack.kDLOpenCL, devs[0].index)
+    with pytest.raises((BufferError, RuntimeError), match="device"):
+        np.from_dlpack(a)
+    assert a.storage.refcount == 1
+    np.testing.assert_array_equal(np.from_dlpack(a, device="cpu"), np.arange(5.0))
+    assert a.storage.refcount == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_numpy_from_dlpack_random_slices(data):
+    shape = data.draw(st.lists(st.integers(0, 5), min_size=1, max_size=3).map(tuple))
+    host = np.arange(int(np.prod(shape)), dtype=np.int16).reshape(shape)
+    key = tuple(data.draw(st.slices(n)) for n in shape)
+    a = ga.asarray(host, device="cpu:0")
+    n = np.from_dlpack(a[key])
+    np.testing.assert_array_equal(n, host[key])
+    if n.size:
+        assert n.strides == host[key].strides
+        assert address(n) == a[key].data_ptr
+
+
+# ------------------------------------------------------------------------ ga.from_dlpack
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_from_dlpack_numpy_zero_copy(layout):
+    host = LAYOUTS[layout](sample("float64"))
+    g = ga.from_dlpack(host)
+    assert g.device == ga.get_device("cpu:0")
+    assert g.kind == "host"
+    assert g.shape == host.shape and g.dtype == host.dtype
+    if host.size > 1:
+        assert g.strides == host.strides
+    if host.size:
+        assert g.data_ptr == address(host)
+    np.testing.assert_array_equal(g.get(), host)
+    np.testing.assert_array_equal(g.host_view(), host)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_from_dlpack_every_dtype(device, dtype):
+    host = sample(dtype, (3, 4))[::-1, 1:]
+    if not device.supports(dtype):
+        with pytest.raises(ga.UnsupportedDTypeError):
+            ga.from_dlpack(host, device=device)
+        return
+    g = ga.from_dlpack(host, device=device)
+    assert g.dtype == host.dtype and g.device == device
+    np.testing.assert_array_equal(g.get(), host)
+
+
+def test_from_dlpack_numpy_keeps_the_producer_alive():
+    host = np.arange(10.0)
+    ref = weakref.ref(host)
+    g = ga.from_dlpack(host)
+    view = g[2:]
+    del host
+    gc.collect()
+    assert ref() is not None
+    g.free()
+    assert ref() is not None  # view still uses the memory
+    np.testing.assert_array_equal(view.get(), np.arange(2.0, 10.0))
+    view.free()
+    gc.collect()
+    assert ref() is None  # the producer's deleter ran when the last handle went
+
+
+def test_from_dlpack_numpy_writes_and_read_only():
+    host = np.zeros(4)
+    g = ga.from_dlpack(host)
+    g[1] = 5.0
+    assert host[1] == 5.0
+    ro = np.arange(4.0)
+    ro.flags.writeable = False
+    r = ga.from_dlpack(ro)
+    assert not r.flags.writeable
+    with pytest.raises(ValueError):
+        r[0] = 1.0
+    assert r.data_ptr == address(ro)
+
+
+def test_from_dlpack_copy(device):
+    host = np.arange(12.0).reshape(3, 4)[:, 1::2]
+    g = ga.from_dlpack(host, copy=True)
+    assert g.data_ptr != address(host)
+    np.testing.assert_array_equal(g.get(), host)
+    g[0, 0] = -1.0
+    assert host[0, 0] == 1.0
+    on = ga.from_dlpack(host, device=device)
+    assert on.device == device
+    np.testing.assert_array_equal(on.get(), host)
+    if device.backend == "cpu":
+        assert on.data_ptr == address(host)
+    else:
+        with pytest.raises(ValueError, match="copy"):
+            ga.from_dlpack(host, device=device, copy=False)
+
+
+def test_from_dlpack_gpuarray(device):
+    a = ga.arange(6.0, device=device)
+    b = ga.from_dlpack(a[1:])
+    assert b.storage is a.storage and b.offset == 8
+    c = ga.from_dlpack(a, copy=True)
+    assert c.storage is not a.storage
+    np.testing.assert_array_equal(c.get(), np.arange(6.0))
+    d = ga.from_dlpack(a, device="cpu:0")
+    np.testing.assert_array_equal(d.get(), np.arange(6.0))
+
+
+def test_from_dlpack_own_capsule_zero_copy(device):
+    a = ga.arange(8.0, device=device)
+    for max_version in (None, (1, 0)):
+        b = ga.from_dlpack(a[2:].__dlpack__(max_version=max_version))
+        assert b.device == device
+        assert b.data_ptr == a.data_ptr + 16
+        assert ga.shares_memory(a, b)
+        np.testing.assert_array_equal(b.get(), np.arange(2.0, 8.0))
+        assert a.storage.refcount == 2
+        b.free()
+        assert a.storage.refcount == 1
+    ro = ga.from_dlpack(ga.broadcast_to(a, (2, 8)).__dlpack__(max_version=(1, 0)))
+    assert not ro.flags.writeable
+
+
+def test_from_dlpack_round_trip_through_numpy_shares_memory():
+    a = ga.arange(6.0, device="cpu:0")
+    b = ga.from_dlpack(np.from_dlpack(a[::2]))
+    assert ga.shares_memory(a, b)
+    np.testing.assert_array_equal(b.get(), [0.0, 2.0, 4.0])
+    a.free()
+    np.testing.assert_array_equal(b.get(), [0.0, 2.0, 4.0])
+
+
+def test_from_dlpack_legacy_producer_without_keywords():
+    class Old:
+        def __init__(self, n):
+            self.n = n
+
+        def __dlpack_device__(self):
+            return (dlpack.kDLCPU, 0)
+
+        def __dlpack__(self, stream=None):
+            return self.n.__dlpack__()
+
+    host = np.arange(5, dtype=np.int32)
+    g = ga.from_dlpack(Old(host))
+    assert g.data_ptr == address(host)
+    np.testing.assert_array_equal(g.get(), host)
+
+
+def test_from_dlpack_foreign_device_asks_for_a_host_copy():
+    host = np.arange(4.0)
+    calls = []
+
+    class OnAnAccelerator:
+        def __dlpack_device__(self):
+            return (dlpack.kDLVulkan, 0)
+
+        def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+            calls.append((dl_device, copy))
+            if dl_device != (dlpack.kDLCPU, 0):
+                raise BufferError("only host copies")
+            return host.copy().__dlpack__(max_version=max_version)
+
+    g = ga.from_dlpack(OnAnAccelerator(), device="cpu:0")
+    assert calls == [((dlpack.kDLCPU, 0), None)]
+    np.testing.assert_array_equal(g.get(), host)
+    with pytest.raises(ValueError, match="copy"):
+        ga.from_dlpack(OnAnAccelerator(), copy=False)
+
+    class Stubborn(OnAnAccelerator):
+        def __dlpack__(self, **kwargs):
+            raise BufferError("no")
+
+    with pytest.raises(BufferError, match="host copy"):
+        ga.from_dlpack(Stubborn())
+
+
+def test_from_dlpack_bad_arguments():
+    with pytest.raises(TypeError, match="__dlpack__"):
+        ga.from_dlpack([1, 2, 3])
+    with pytest.raises(ValueError, match="copy"):
+        ga.from_dlpack(np.zeros(2), copy="no")
+    with pytest.raises(ValueError):
+        ga.from_dlpack(np.zeros(2), device="nope:7")
+
+
+def test_asarray_of_a_dlpack_producer(device):
+    host = np.arange(6.0)
+
+    class Producer:
+        def __dlpack_device__(self):
+            return host.__dlpack_device__()
+
+        def __dlpack__(self, **kwargs):
+            return host.__dlpack__(**kwargs)
+
+    g = ga.asarray(Producer(), device=device)
+    np.testing.assert_array_equal(g.get(), host)
+    assert g.device == device
+
+
+# ------------------------------------------------------------------------ PyTorch
+@pytest.mark.parametrize("kind", ["device", "host"])
+def test_torch_from_dlpack_zero_copy(torch, kind):
+    dev = ga.get_device("cpu:0")
+    gc.collect()
+    baseline = ga.memory_stats(dev)["used_bytes"]
+    host = sample("float32")
+    a = ga.asarray(host, device=dev, kind=kind)
+    for layout in ("whole", "offset", "strided", "transposed", "0-d", "zero-size"):
+        v = LAYOUTS[layout](a)
+        t = torch.from_dlpack(v)
+        expected = LAYOUTS[layout](host)
+        assert tuple(t.shape) == expected.shape
+        np.testing.assert_array_equal(t.numpy(), expected)
+        if expected.size:
+            assert t.data_ptr() == v.data_ptr
+    t = torch.from_dlpack(a[1])
+    storage = a.storage
+    a.free()
+    gc.collect()
+    assert not storage.is_freed  # the tensor keeps the memory
+    t.add_(1)
+    np.testing.assert_array_equal(t.numpy(), host[1] + 1)
+    del t, v
+    gc.collect()
+    assert storage.is_freed
+    assert ga.memory_stats(dev)["used_bytes"] == baseline
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_torch_dtypes_both_ways(torch, dtype):
+    host = sample(dtype, (3, 4))
+    a = ga.asarray(host, device="cpu:0")
+    t = torch.from_dlpack(a)
+    np.testing.assert_array_equal(t.numpy(), host)
+    g = ga.from_dlpack(t)
+    assert g.dtype == host.dtype
+    assert g.data_ptr == t.data_ptr() == a.data_ptr
+    np.testing.assert_array_equal(g.get(), host)
+
+
+def test_torch_writes_visible_through_gpuarray(torch):
+    a = ga.zeros((2, 3), dtype="float32", device="cpu:0")
+    t = torch.from_dlpack(a)
+    t[1, 2] = 4.0
+    assert a.get()[1, 2] == 4.0
+    a[0, 0] = 2.0
+    assert float(t[0, 0]) == 2.0
+
+
+def test_from_dlpack_torch_tensor(torch, device):
+    t = torch.arange(12, dtype=torch.float64).reshape(3, 4)[:, 1::2]
+    g = ga.from_dlpack(t)
+    assert g.device == ga.get_device("cpu:0") and g.kind == "host"
+    assert g.data_ptr == t.data_ptr()
+    assert g.strides == (32, 16)
+    np.testing.assert_array_equal(g.get(), t.numpy())
+    g[0, 0] = -5.0
+    assert float(t[0, 0]) == -5.0
+    c = ga.from_dlpack(t, copy=True)
+    assert c.data_ptr != t.data_ptr()
+    np.testing.assert_array_equal(c.get(), t.numpy())
+    on = ga.asarray(t, device=device)
+    assert on.device == device
+    np.testing.assert_array_equal(on.get(), t.numpy())
+
+
+def test_from_dlpack_torch_keeps_tensor_memory(torch):
+    t = torch.arange(1000, dtype=torch.int64)
+    g = ga.from_dlpack(t[10:])
+    del t
+    gc.collect()
+    np.testing.assert_array_equal(g.get(), np.arange(10, 1000))
+    g.free()
+
+
+def test_torch_round_trip_shares_memory(torch):
+    a = ga.arange(10.0, device="cpu:0")
+    b = ga.from_dlpack(torch.from_dlpack(a[3:]))
+    assert ga.shares_memory(a, b)
+    assert b.data_ptr == a.data_ptr + 24
+    a.free()
+    np.testing.assert_array_equal(b.get(), np.arange(3.0, 10.0))
+
+
+def test_torch_deleter_from_another_thread(torch):
+    dev = ga.get_device("cpu:0")
+    gc.collect()
+    baseline = ga.memory_stats(dev)["used_bytes"]
+    a = ga.ones(4096, device=dev)
+    box = [torch.from_dlpack(a[i::4]) for i in range(4)]
+    storage = a.storage
+    a.free()
+    assert storage.refcount == 4
+    t = threading.Thread(target=box.clear)
+    t.start()
+    t.join()
+    gc.collect()
+    assert storage.is_freed
+    assert ga.memory_stats(dev)["used_bytes"] == baseline
+
+
+def test_numpy_deleter_from_another_thread():
+    dev = ga.get_device("cpu:0")
+    gc.collect()
+    baseline = ga.memory_stats(dev)["used_bytes"]
+    a = ga.ones(4096, device=dev)
+    box = [np.from_dlpack(a), np.from_dlpack(a[::2])]
+    a.free()
+    t = threading.Thread(target=box.clear)
+    t.start()
+    t.join()
+    assert ga.memory_stats(dev)["used_bytes"] == baseline
+
+
+def test_to_device_refuses_a_dtype_the_target_lacks(device):
+    """Regression: transfer.to_device moved float16 to a device without half arithmetic."""
+    a = ga.asarray(np.ones(3, dtype=np.float16), device="cpu:0")
+    if device.supports("float16"):
+        np.testing.assert_array_equal(a.to_device(device).get(), np.ones(3))
+    else:
+        with pytest.raises(ga.UnsupportedDTypeError, match="float16"):
+            a.to_device(device)
