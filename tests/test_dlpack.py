@@ -669,3 +669,92 @@ def test_to_device_refuses_a_dtype_the_target_lacks(device):
     else:
         with pytest.raises(ga.UnsupportedDTypeError, match="float16"):
             a.to_device(device)
+
+
+# ------------------------------------------------------------------------ CUDA Array Interface
+# The dict logic runs anywhere; NumPy's __array_interface__ (the same format) is the oracle.
+from gpuarrays.interop import cai  # noqa: E402
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dtype", ["float32", "complex128", "bool", "int16"])
+def test_cai_build_matches_numpy_interface(layout, dtype):
+    h = LAYOUTS[layout](sample(dtype))
+    ref = h.__array_interface__
+    d = cai.build(address(h), h.shape, h.strides, h.dtype, readonly=False)
+    assert d["version"] == 3
+    assert d["shape"] == ref["shape"]
+    assert d["typestr"] == ref["typestr"]
+    assert d["descr"] == ref["descr"]
+    assert d["strides"] == ref["strides"]  # None exactly when C-contiguous
+    assert d["data"] == ((address(h) if h.size else 0), False)
+    assert d["stream"] is None
+
+
+def test_cai_build_structured_read_only_and_stream():
+    dt = np.dtype([("x", "f4"), ("y", "i2")])
+    d = cai.build(4096, (3,), (dt.itemsize,), dt, readonly=True, stream=2)
+    assert d["typestr"] == f"|V{dt.itemsize}"
+    assert np.dtype(d["descr"]) == dt
+    assert d["data"] == (4096, True)
+    assert d["stream"] == 2
+    with pytest.raises(ValueError, match="stream"):
+        cai.build(4096, (3,), (8,), "f8", stream=0)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_cai_parse_round_trip(layout):
+    h = LAYOUTS[layout](sample("float64"))
+    for iface in (h.__array_interface__,
+                  cai.build(address(h), h.shape, h.strides, h.dtype, readonly=True, stream=7)):
+        d = cai.parse(dict(iface))
+        assert d.shape == h.shape and d.dtype == h.dtype
+        if h.size > 1:
+            assert d.strides == h.strides
+        if h.size:
+            assert d.ptr == address(h)
+            assert (d.ptr + d.lo, d.ptr + d.hi) == np.lib.array_utils.byte_bounds(h)
+    structured = cai.build(64, (2,), (6,), np.dtype([("a", "u2"), ("b", "f4")]))
+    assert cai.parse(structured).dtype == np.dtype([("a", "u2"), ("b", "f4")])
+    assert cai.parse(cai.build(64, (2,), (8,), "f8", readonly=True, stream=5)).stream == 5
+    assert cai.parse(cai.build(64, (2,), (8,), "f8", readonly=True)).readonly
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"mask": object()}, ValueError),
+    ({"version": 9}, ValueError),
+    ({"stream": 0}, ValueError),
+    ({"stream": "s"}, TypeError),
+    ({"shape": (2, -1)}, ValueError),
+    ({"shape": "x"}, TypeError),
+    ({"strides": (8,)}, ValueError),
+    ({"data": 64}, TypeError),
+    ({"data": (0, False)}, ValueError),
+    ({"typestr": "O?"}, TypeError),
+])
+def test_cai_parse_rejects(change, error):
+    iface = cai.build(64, (2, 3), (24, 8), "f8")
+    iface.update(change)
+    with pytest.raises(error):
+        cai.parse(iface)
+    with pytest.raises(TypeError):
+        cai.parse([("shape", (2,))])
+    with pytest.raises(ValueError, match="typestr"):
+        cai.parse({"shape": (2,), "data": (64, False)})
+
+
+def test_cai_needs_cuda(device):
+    """Without CUDA: no interface for our arrays, and imports say why."""
+    a = ga.arange(3.0, device=device)
+    if device.backend != "cuda":
+        with pytest.raises(AttributeError, match="CUDA"):
+            cai.interface(a)
+
+    class Fake:
+        __cuda_array_interface__ = cai.build(64, (2,), (8,), "f8")
+
+    if not [d for d in ga.devices() if d.backend == "cuda"]:
+        with pytest.raises(ValueError, match="no CUDA device"):
+            cai.import_interface(Fake())
+        with pytest.raises(ValueError, match="CUDA"):
+            ga.asarray(Fake())
