@@ -51,8 +51,8 @@ _clock = time.perf_counter_ns
 class Settings:
     """How long to measure: repetitions per figure and the time one repetition aims at."""
 
-    repeat: int = 51
-    target_ns: int = 2_000_000  # one repetition's loop runs for about this long
+    repeat: int = 101
+    target_ns: int = 500_000  # one repetition's loop runs for about this long
     copy_sizes: tuple[int, ...] = (1 << 20, 64 << 20)
     fragment_counts: tuple[int, ...] = (10, 1000, 10_000)
     workload_iterations: int = 40
@@ -62,7 +62,7 @@ class Settings:
 
     @classmethod
     def quick(cls) -> Settings:
-        return cls(repeat=21, target_ns=1_000_000, copy_sizes=(1 << 20, 16 << 20),
+        return cls(repeat=41, target_ns=300_000, copy_sizes=(1 << 20, 16 << 20),
                    workload_iterations=10, workload_repeat=3, fragment_rounds=1,
                    name="quick")
 
