@@ -68,6 +68,7 @@ import ctypes
 
 import numpy as np
 
+from .._raw import c_strides, ndarray_at
 from .._state import state
 from ..array import GPUArray
 from ..devices import devices, get_device
@@ -297,8 +298,6 @@ def _describe(a: GPUArray) -> np.ndarray:
     The handle (a derived GPUArray) is released when the NumPy array -- and so
     the capsule built over it -- is gone.
     """
-    from .._raw import ndarray_at
-
     handle = a.view()  # raises FreedArrayError on a freed array
     st = handle._storage
     return ndarray_at(st.ptr + handle._offset, handle._shape, handle._strides, handle._dtype,
@@ -313,6 +312,17 @@ def export(a: GPUArray, *, stream=None, max_version=None, dl_device=None, copy=N
     when a copy is needed, a dtype or layout DLPack cannot describe),
     ``FreedArrayError`` for a freed array.
     """
+    st = a._storage
+    if (stream is None and dl_device is None and not copy and type(max_version) is tuple
+            and len(max_version) == 2 and type(max_version[0]) is int
+            and st.device.backend == "cpu" and (a._writeable or max_version[0] >= 1)):
+        # Hot path: what numpy.from_dlpack / torch.from_dlpack ask of a cpu array.
+        if a._freed or st._reason is not None or not st._epoch.live:
+            raise a._freed_error()
+        handle = a._derive(a._shape, a._strides, a._offset, a._dtype, a._writeable, a._contig)
+        return ndarray_at(st.ptr + a._offset, a._shape, a._strides, a._dtype,
+                          readonly=not a._writeable, owner=handle).__dlpack__(
+            max_version=VERSION if max_version[0] >= 1 else None)
     a._live()
     if copy not in (None, True, False):
         raise ValueError(f"copy must be None, True or False, got {copy!r}")
@@ -443,8 +453,6 @@ def _take(capsule) -> _Parsed:
     if ndim and t.strides:
         strides = tuple(int(t.strides[i]) * itemsize for i in range(ndim))
     else:
-        from .._raw import c_strides
-
         strides = c_strides(shape, itemsize)
     p.shape = shape
     p.strides = strides
