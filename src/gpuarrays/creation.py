@@ -59,10 +59,12 @@ def full(shape, fill_value, dtype=None, *, device=None, kind: str = "device") ->
 
 
 def zeros(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArray:
+    """An array of zeros (arguments and errors as :func:`empty`)."""
     return full(shape, 0, dtype, device=device, kind=kind)
 
 
 def ones(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArray:
+    """An array of ones (arguments and errors as :func:`empty`)."""
     return full(shape, 1, dtype, device=device, kind=kind)
 
 
@@ -74,22 +76,26 @@ def _like(a: GPUArray, dtype, shape, device, kind):
 
 
 def empty_like(a: GPUArray, dtype=None, *, shape=None, device=None, kind=None) -> GPUArray:
+    """Like :func:`empty`, defaulting dtype, shape, device and kind to ``a``'s."""
     dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
     return empty(shape, dtype, device=device, kind=kind)
 
 
 def zeros_like(a: GPUArray, dtype=None, *, shape=None, device=None, kind=None) -> GPUArray:
+    """Like :func:`zeros`, defaulting dtype, shape, device and kind to ``a``'s."""
     dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
     return zeros(shape, dtype, device=device, kind=kind)
 
 
 def ones_like(a: GPUArray, dtype=None, *, shape=None, device=None, kind=None) -> GPUArray:
+    """Like :func:`ones`, defaulting dtype, shape, device and kind to ``a``'s."""
     dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
     return ones(shape, dtype, device=device, kind=kind)
 
 
 def full_like(a: GPUArray, fill_value, dtype=None, *, shape=None, device=None,
               kind=None) -> GPUArray:
+    """Like :func:`full`, defaulting dtype, shape, device and kind to ``a``'s."""
     dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
     return full(shape, fill_value, dtype, device=device, kind=kind)
 

@@ -31,11 +31,13 @@ def broadcast_to(a: GPUArray, shape) -> GPUArray:
 
 
 def moveaxis(a: GPUArray, source, destination) -> GPUArray:
+    """A view with axes moved from ``source`` to ``destination`` (as NumPy)."""
     a = _check(a, "moveaxis")
     return a._from_engine(np.moveaxis(a._engine(), source, destination))
 
 
 def expand_dims(a: GPUArray, axis) -> GPUArray:
+    """A view with a new axis of length 1 at ``axis`` (as NumPy)."""
     a = _check(a, "expand_dims")
     return a._from_engine(np.expand_dims(a._engine(), axis))
 
