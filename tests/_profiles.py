@@ -28,9 +28,9 @@ _COMMON = dict(
                            HealthCheck.filter_too_much],
 )
 
-settings.register_profile("ci", max_examples=12, stateful_step_count=40, derandomize=True,
+settings.register_profile("ci", max_examples=25, stateful_step_count=40, derandomize=True,
                           **_COMMON)
-settings.register_profile("long", max_examples=400, stateful_step_count=80,
+settings.register_profile("long", max_examples=150, stateful_step_count=60,
                           derandomize=False, **_COMMON)
 
 NAME = os.environ.get("GPUARRAYS_TEST_PROFILE", "ci")

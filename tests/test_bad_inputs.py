@@ -129,8 +129,10 @@ CASES = [
 ]
 
 
-def _figures(device) -> tuple[int, int]:
-    gc.collect()
+def _figures(device, trim: bool = False) -> tuple[int, int]:
+    gc.collect()  # first: garbage of earlier calls goes back to the pool before any trim
+    if trim:
+        ga.trim(device)
     s = ga.memory_stats(device)
     return s["used_bytes"], s["reserved_bytes"]
 
@@ -140,8 +142,7 @@ def test_bad_input(device, case):
     name, call, error, text = case
     env = Env(device)
     try:
-        ga.trim(device)  # the out-of-memory ladder trims: start from an empty pool
-        before = _figures(device)
+        before = _figures(device, trim=True)  # the out-of-memory ladder trims: start empty
         with pytest.raises(error) as info:
             call(env)
         assert text in str(info.value), f"{name}: message {str(info.value)!r} lacks {text!r}"
@@ -150,8 +151,7 @@ def test_bad_input(device, case):
         assert used == before[0], f"{name} changed used_bytes"
         # A call that allocated before it could validate leaves its block in the pool
         # (reserved, not used); trimming gives it back: nothing was lost on the way.
-        ga.trim(device)
-        assert _figures(device) == before, f"{name} lost memory (reserved {reserved})"
+        assert _figures(device, trim=True) == before, f"{name} lost memory (reserved {reserved})"
         # the arrays the call was given are intact
         np.testing.assert_array_equal(env.a.get(), np.arange(3, dtype=np.float32))
         np.testing.assert_array_equal(env.m.get(), np.arange(12, dtype=np.int32).reshape(3, 4))
@@ -173,7 +173,7 @@ def test_dtype_the_device_lacks(spec, dtype):
     if dtype is None:  # every device here holds every type: the check must accept them all
         assert all(dev.supports(t) for t in ("float16", "float64"))
         return
-    before = _figures(dev)
+    before = _figures(dev, trim=True)
     for call in (lambda: ga.empty(3, dtype=dtype, device=dev),
                  lambda: ga.arange(3, dtype=np.float32, device=dev).astype(dtype),
                  lambda: ga.zeros(2, np.int64, device=dev).view(dtype)):
@@ -182,7 +182,7 @@ def test_dtype_the_device_lacks(spec, dtype):
         text = str(info.value)
         assert spec in text and "float32" in text and dtype in text, text
         del info  # its traceback holds the temporaries of the call
-    assert _figures(dev) == before
+    assert _figures(dev, trim=True) == before
 
 
 # regression tests for bugs the table found ------------------------------------------------
