@@ -7,22 +7,14 @@ device memory or knows about storages.
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 __all__ = ["ndarray_at", "extent", "is_c_contiguous", "is_f_contiguous", "c_strides"]
 
 
-class _Interface:
-    """Carries an ``__array_interface__``; becomes the ``base`` of the NumPy array.
-
-    ``owner`` is kept alive as long as the NumPy array lives.
-    """
-
-    __slots__ = ("__array_interface__", "owner")
-
-    def __init__(self, interface: dict, owner: object) -> None:
-        self.__array_interface__ = interface
-        self.owner = owner
+_char_array = ctypes.c_char.__mul__  # (c_char * n): ctypes caches these types per length
 
 
 def ndarray_at(
@@ -37,24 +29,15 @@ def ndarray_at(
     """A NumPy array over memory at ``ptr`` (address of element 0), no copy.
 
     The caller guarantees the memory is host-accessible and outlives the
-    result (pass ``owner`` to tie a keep-alive object to the array).
+    result (pass ``owner`` to tie a keep-alive object to the array: it hangs
+    off the ctypes buffer that becomes the array's ``base``).
     """
-    if dtype.fields is None and not dtype.subdtype:
-        typestr, descr = dtype.str, None
-    else:
-        typestr, descr = f"|V{dtype.itemsize}", dtype.descr
-    interface = {
-        "version": 3,
-        "shape": shape,
-        "typestr": typestr,
-        "strides": strides,
-        "data": (ptr, readonly),
-    }
-    if descr is not None:
-        interface["descr"] = descr
-    arr = np.asarray(_Interface(interface, owner))
-    if arr.dtype != dtype or descr is not None:
-        arr = arr.view(dtype)
+    lo, hi = extent(shape, strides, dtype.itemsize)
+    buf = _char_array(hi - lo).from_address(ptr + lo)
+    buf.owner = owner
+    arr = np.ndarray(shape, dtype, buffer=buf, offset=-lo, strides=strides)
+    if readonly:
+        arr.flags.writeable = False
     return arr
 
 
