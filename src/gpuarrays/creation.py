@@ -138,7 +138,7 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
         if hasattr(obj, "__cuda_array_interface__"):
             from .interop import cai
 
-            return _from_gpuarray(cai.import_interface(obj, device=device), dtype, device,
+            return _from_gpuarray(cai.import_interface(obj), dtype, device,
                                   kind, copy)
         if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
             from .interop import dlpack
