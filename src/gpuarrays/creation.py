@@ -144,7 +144,7 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
             from .interop import dlpack
 
             found = dlpack.from_dlpack(obj, device=device, copy=copy)
-            return _from_gpuarray(found, dtype, device, kind, copy and False)
+            return _from_gpuarray(found, dtype, device, kind, None if copy else copy)
     if copy is False:
         raise ValueError(f"cannot make a GPUArray from {type(obj).__name__} without a copy; "
                          f"use ga.unsafe_wrap for zero-copy wrapping of host memory")
