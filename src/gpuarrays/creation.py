@@ -139,12 +139,15 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
             from .interop import cai
 
             return _from_gpuarray(cai.import_interface(obj), dtype, device,
-                                  kind, copy)
+                                  "device" if kind is None else kind, copy)
         if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
             from .interop import dlpack
 
+            # Zero-copy import first; the result moves to the asked kind ("device" by
+            # default, SPEC 4.1), which copies unless the producer's memory already is it.
             found = dlpack.from_dlpack(obj, device=device, copy=copy)
-            return _from_gpuarray(found, dtype, device, kind, None if copy else copy)
+            return _from_gpuarray(found, dtype, device, "device" if kind is None else kind,
+                                  None if copy else copy)
     if copy is False:
         raise ValueError(f"cannot make a GPUArray from {type(obj).__name__} without a copy; "
                          f"use ga.unsafe_wrap for zero-copy wrapping of host memory")
