@@ -69,6 +69,13 @@ class Backend(Protocol):
     Errors: platform failures raise ``gpuarrays.BackendError`` (call name, code,
     text); an allocation the platform cannot satisfy raises
     :class:`BackendOutOfMemory`; a kind the device lacks raises ``ValueError``.
+
+    Re-entrancy: ``free`` and ``unregister_host`` may be called from a finalizer
+    that the garbage collector runs inside any other call of the same thread.
+    A back-end's own locks must therefore be re-entrant, and its locked
+    sections must stay consistent at every point where Python may allocate.
+    ``free`` may be asynchronous (ordered after queued work), as long as the
+    memory is not reused before that work is done.
     """
 
     name: str

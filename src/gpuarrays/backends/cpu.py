@@ -54,7 +54,9 @@ class CpuBackend:
     needs_host_registration = True  # tracked only, so the shared pin logic is exercised
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Re-entrant: free() may run in a finalizer that interrupts this thread inside
+        # another locked section (SPEC 5: finalizers never block on the caller's lock).
+        self._lock = threading.RLock()
         self._starts: list[int] = []  # sorted allocation addresses
         self._allocs: dict[int, tuple[int, str]] = {}  # ptr -> (nbytes, kind)
         self._registered: dict[int, int] = {}  # host ranges registered for the device
@@ -78,9 +80,10 @@ class CpuBackend:
         ptr = _malloc(max(nbytes, 1))
         if not ptr:
             raise BackendOutOfMemory(f"malloc({nbytes}) returned NULL")
+        entry = (nbytes, kind)  # made before locking: nothing allocates under the lock
         with self._lock:
             bisect.insort(self._starts, ptr)
-            self._allocs[ptr] = (nbytes, kind)
+            self._allocs[ptr] = entry
         return ptr
 
     def free(self, index: int, kind: str, ptr: int, nbytes: int) -> None:
@@ -149,11 +152,10 @@ class CpuBackend:
     def pointer_info(self, ptr: int) -> PointerInfo | None:
         with self._lock:
             i = bisect.bisect_right(self._starts, ptr) - 1
-            if i >= 0:
-                base = self._starts[i]
-                nbytes, kind = self._allocs[base]
-                if ptr < base + max(nbytes, 1):
-                    return PointerInfo(kind, 0, base, nbytes)
+            base = self._starts[i] if i >= 0 else 0
+            nbytes, kind = self._allocs[base] if i >= 0 else (0, "")
+        if i >= 0 and ptr < base + max(nbytes, 1):
+            return PointerInfo(kind, 0, base, nbytes)
         # Any other address is plain (unregistered) host memory: size 0 says "not ours".
         return PointerInfo("host", 0, ptr, 0)
 

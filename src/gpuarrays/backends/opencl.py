@@ -471,7 +471,8 @@ class OpenCLBackend:
         self._infos = [self._describe(dev) for dev in devices]
         self._max_alloc = [int(dev.max_mem_alloc_size) for dev in devices]
         self._states: dict[int, _DeviceState] = {}
-        self._lock = threading.Lock()
+        # Re-entrant: free() may run in a finalizer interrupting a locked section.
+        self._lock = threading.RLock()
         self._starts: list[int] = []  # sorted allocation addresses
         self._allocs: dict[int, tuple[int, str, int]] = {}  # ptr -> (nbytes, kind, device)
         self._allocated = [0] * len(devices)  # bytes allocated per device
@@ -559,9 +560,10 @@ class OpenCLBackend:
             raise BackendOutOfMemory(
                 f"clSVMAlloc({nbytes}) of kind {kind!r} on opencl:{index} returned NULL"
             )
+        entry = (nbytes, kind, index)  # made before locking: nothing allocates under the lock
         with self._lock:
             bisect.insort(self._starts, ptr)
-            self._allocs[ptr] = (nbytes, kind, index)
+            self._allocs[ptr] = entry
             self._allocated[index] += size
         return ptr
 
