@@ -8,19 +8,53 @@ from __future__ import annotations
 from .array import GPUArray
 from .backends.base import PointerInfo
 from .cache import AllocCache, cached, uncached
-from .creation import (arange, asarray, empty, empty_like, full, full_like, ones, ones_like,
-                       to_numpy, zeros, zeros_like)
+from .creation import (
+    arange,
+    asarray,
+    empty,
+    empty_like,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    to_numpy,
+    zeros,
+    zeros_like,
+)
 from .devices import Device, backends, devices, get_device, use_device
 from .dtypes import check_dtype
-from .errors import (BackendError, CacheInUseError, DeviceResetError, FreedArrayError,
-                     GPUArraysError, GPUArraysWarning, OutOfMemoryError, UnsupportedDTypeError)
-from .functions import (broadcast_to, copyto, expand_dims, may_share_memory, moveaxis, reshape,
-                        shares_memory, unsafe_free)
+from .errors import (
+    BackendError,
+    CacheInUseError,
+    DeviceResetError,
+    FreedArrayError,
+    GPUArraysError,
+    GPUArraysWarning,
+    OutOfMemoryError,
+    UnsupportedDTypeError,
+)
+from .functions import (
+    broadcast_to,
+    copyto,
+    expand_dims,
+    may_share_memory,
+    moveaxis,
+    reshape,
+    shares_memory,
+    unsafe_free,
+)
 from .history import memory_history
 from .lifecycle import device_reset, register_reset_hook
 from .sizes import parse_size
-from .stats import (memory_stats, memory_status, record_allocations, reset_peak_memory_stats,
-                    set_memory_limit, synchronize, trim)
+from .stats import (
+    memory_stats,
+    memory_status,
+    record_allocations,
+    reset_peak_memory_stats,
+    set_memory_limit,
+    synchronize,
+    trim,
+)
 from .storage import Storage
 from .wrap import pointer_info, unsafe_wrap
 

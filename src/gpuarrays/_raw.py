@@ -47,7 +47,7 @@ def extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> t
     A zero-size layout touches nothing: ``(0, 0)``.
     """
     lo = hi = 0
-    for n, s in zip(shape, strides):
+    for n, s in zip(shape, strides, strict=True):
         if n == 0:
             return 0, 0
         if s < 0:
@@ -72,7 +72,7 @@ def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: 
     if 0 in shape:  # an empty array is contiguous whatever its strides (as NumPy)
         return True
     expected = itemsize
-    for n, s in zip(reversed(shape), reversed(strides)):
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
         if n != 1:
             if s != expected:
                 return False
@@ -85,7 +85,7 @@ def is_f_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: 
     if 0 in shape:
         return True
     expected = itemsize
-    for n, s in zip(shape, strides):
+    for n, s in zip(shape, strides, strict=True):
         if n != 1:
             if s != expected:
                 return False

@@ -19,8 +19,8 @@ from . import transfer
 from ._raw import c_strides, is_c_contiguous, is_f_contiguous
 from ._state import state
 from .alloc import new_storage
-from .cache import current_cache
 from .backends.base import RawView
+from .cache import current_cache
 from .devices import get_device
 from .dtypes import _checked, normalize_dtype
 from .errors import GPUArraysWarning
@@ -89,17 +89,8 @@ def new_array(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArray:
             storage = cache.storage(device, kind, nbytes)
     else:
         storage = new_storage(device, kind, nbytes)
-    a = _new(GPUArray)
-    a._storage = storage
-    storage._handles.append(None)
-    a._shape = shape
-    a._strides = strides
-    a._offset = 0
-    a._dtype = dtype
-    a._writeable = True
-    a._contig = True
-    a._freed = False
-    return a
+    return _make(storage, shape, strides, 0, dtype,
+                 True, True)
 
 
 def wrap_storage(storage: Storage, shape: tuple, strides: tuple, dtype: np.dtype,
@@ -265,17 +256,8 @@ class GPUArray:
         st = self._storage
         if self._freed or st._reason is not None or not st._epoch.live:
             raise self._freed_error()
-        a = _new(GPUArray)
-        a._storage = st
-        st._handles.append(None)
-        a._shape = shape
-        a._strides = strides
-        a._offset = offset
-        a._dtype = dtype
-        a._writeable = writeable
-        a._contig = contiguous
-        a._freed = False
-        return a
+        return _make(st, shape, strides, offset, dtype,
+                     writeable, contiguous)
 
     def _engine(self) -> np.ndarray:
         self._live()
@@ -295,17 +277,9 @@ class GPUArray:
             start, stop, _ = key.indices(shape[0])
             if stop > start:
                 strides = self._strides
-                a = _new(GPUArray)
-                a._storage = st
-                st._handles.append(None)
-                a._shape = (stop - start,) + shape[1:]
-                a._strides = strides
-                a._offset = self._offset + start * strides[0]
-                a._dtype = self._dtype
-                a._writeable = self._writeable
-                a._contig = self._contig
-                a._freed = False
-                return a
+                return _make(st, (stop - start,) + shape[1:], strides,
+                             self._offset + start * strides[0], self._dtype, self._writeable,
+                             self._contig)
         found = basic_index(shape, self._strides, key)
         if found is not None:
             shape, strides, delta = found
@@ -338,17 +312,8 @@ class GPUArray:
                 if shape == -1:
                     shape = math.prod(old_shape)
                 if shape == math.prod(old_shape):
-                    a = _new(GPUArray)
-                    a._storage = st
-                    st._handles.append(None)
-                    a._shape = (shape,)
-                    a._strides = (self._dtype.itemsize,)
-                    a._offset = self._offset
-                    a._dtype = self._dtype
-                    a._writeable = self._writeable
-                    a._contig = True
-                    a._freed = False
-                    return a
+                    return _make(st, (shape,), (self._dtype.itemsize,), self._offset, self._dtype,
+                                 self._writeable, True)
         if order not in ("C", "F", "A"):
             raise ValueError(f"order must be 'C', 'F' or 'A', got {order!r}")
         if (type(shape) is tuple and shape == self._shape and copy is not True
@@ -394,17 +359,8 @@ class GPUArray:
             # Hot path: same-itemsize reinterpretation of a checked dtype.
             if self._freed or st._reason is not None or not st._epoch.live:
                 raise self._freed_error()
-            a = _new(GPUArray)
-            a._storage = st
-            st._handles.append(None)
-            a._shape = self._shape
-            a._strides = self._strides
-            a._offset = self._offset
-            a._dtype = dt
-            a._writeable = self._writeable
-            a._contig = self._contig
-            a._freed = False
-            return a
+            return _make(st, self._shape, self._strides, self._offset, dt,
+                         self._writeable, self._contig)
         if isinstance(dtype, type) and issubclass(dtype, GPUArray):
             return self.view()
         dt = normalize_dtype(dtype)
@@ -426,17 +382,8 @@ class GPUArray:
         st = self._storage
         if self._freed or st._reason is not None or not st._epoch.live:
             raise self._freed_error()
-        a = _new(GPUArray)
-        a._storage = st
-        st._handles.append(None)
-        a._shape = self._shape[::-1]
-        a._strides = self._strides[::-1]
-        a._offset = self._offset
-        a._dtype = self._dtype
-        a._writeable = self._writeable
-        a._contig = None if len(self._shape) > 1 else self._contig
-        a._freed = False
-        return a
+        return _make(st, self._shape[::-1], self._strides[::-1], self._offset, self._dtype,
+                     self._writeable, None if len(self._shape) > 1 else self._contig)
 
     @property
     def mT(self) -> GPUArray:

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import transfer
 from .array import GPUArray, new_array
-from .devices import _current, _default, Device, get_device
+from .devices import Device, _current, _default, get_device
 from .dtypes import _checked, normalize_dtype
 from .errors import UnsupportedDTypeError
 from .layout import normalize_shape

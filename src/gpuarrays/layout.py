@@ -136,7 +136,7 @@ def broadcast_strides(src_shape: tuple, src_strides: tuple, dst_shape: tuple) ->
         raise ValueError(f"could not broadcast input array from shape {src_shape} "
                          f"into shape {dst_shape}")
     out = [0] * extra
-    for n, s, d in zip(src_shape, src_strides, dst_shape[extra:]):
+    for n, s, d in zip(src_shape, src_strides, dst_shape[extra:], strict=True):
         if n == d:
             out.append(s if d != 1 else 0)
         elif n == 1:

@@ -194,7 +194,7 @@ def host_view(a) -> np.ndarray:
 def _offsets(a, key) -> np.ndarray:
     """Byte offsets (from the storage start) of the elements ``a[key]`` selects."""
     grid = np.full(a.shape, a.offset, dtype=np.int64)
-    for axis, (n, s) in enumerate(zip(a.shape, a.strides)):
+    for axis, (n, s) in enumerate(zip(a.shape, a.strides, strict=True)):
         shape = [1] * a.ndim
         shape[axis] = n
         grid += (np.arange(n, dtype=np.int64) * s).reshape(shape)
