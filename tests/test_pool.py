@@ -71,7 +71,7 @@ def run_with_timeout(fn, timeout: float = 20.0, lock=None) -> None:
 
 # the fault wrapper itself ----------------------------------------------------------------
 
-def test_fault_wrapper_counts_fails_and_restores(device):
+def test_fault_wrapper_counts_fails_and_restores(device, trimmed):
     real = device.impl
     with inject(device) as fb:
         assert isinstance(fb, Backend)
@@ -362,7 +362,7 @@ def test_threads_allocate_derive_free_with_gc_from_other_threads(device):
     base = stats(device)
     stop = threading.Event()
     errors: list[BaseException] = []
-    n_threads, n_iter = 8, 1500
+    n_threads, n_iter = 8, 1000
 
     def worker(seed: int) -> None:
         rng = random.Random(seed)
@@ -390,7 +390,7 @@ def test_threads_allocate_derive_free_with_gc_from_other_threads(device):
         try:
             while not stop.is_set():
                 gc.collect()
-                stop.wait(0.002)
+                stop.wait(0.005)
         except BaseException as e:
             errors.append(e)
 
