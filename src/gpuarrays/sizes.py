@@ -36,9 +36,11 @@ def parse_size(text: str | int, total: int | None = None) -> int:
     value = float(m.group(1))
     if unit == "%":
         if total is None:
-            raise ValueError(f"size {text!r} is a percentage but no device total is known")
+            raise ValueError(f"size {text!r} is a percentage but no device total is known; "
+                             f"accepted forms: {_FORMS}")
         if value > 100:
-            raise ValueError(f"size {text!r} is more than 100% of the device's memory")
+            raise ValueError(f"size {text!r} is more than 100% of the device's memory; "
+                             f"accepted forms: {_FORMS}")
         return int(total * value / 100)
     return int(value * _UNITS[unit])
 
