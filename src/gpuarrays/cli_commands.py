@@ -44,11 +44,12 @@ def _plot(args: argparse.Namespace) -> int:
         return 1
     try:
         from .plot import plot_snapshot
+
+        plot_snapshot(snapshot, args.output, title=args.title)  # imports matplotlib lazily
     except ImportError as e:
         print(f"gpuarrays plot: plotting needs matplotlib ({e}); "
               f'install it with: pip install "gpuarrays[plot]"', file=sys.stderr)
         return 1
-    plot_snapshot(snapshot, args.output, title=args.title)
     print(f"memory timeline written to {args.output}")
     return 0
 
