@@ -186,3 +186,20 @@ def test_cli_plot(device, snapshot, tmp_path):
     result = _cli("plot", str(bad), "-o", str(tmp_path / "bad.png"))
     assert result.returncode != 0 and "bad.json" in result.stderr
     assert not (tmp_path / "bad.png").exists()
+
+
+def test_cli_plot_without_matplotlib_names_the_extra(device, snapshot, tmp_path):
+    # Regression: the command caught ImportError only around importing gpuarrays.plot,
+    # which imports matplotlib lazily, so a missing matplotlib gave a traceback.
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(snapshot), encoding="utf-8")
+    code = ("import sys; sys.modules['matplotlib.figure'] = None\n"
+            "from gpuarrays.cli import main\n"
+            f"sys.exit(main(['plot', {str(snap)!r}, '-o', {str(tmp_path / 'x.png')!r}]))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.join(ROOT, "src")] + [p for p in sys.path if p]))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, env=env, cwd=ROOT)
+    assert result.returncode == 1, result.stderr
+    assert "gpuarrays[plot]" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "x.png").exists()
