@@ -86,8 +86,7 @@ class AllocCache:
             if state.history is not None:
                 state.history.record("reuse", device, block, ptr, kind)
         else:  # outside our lock: the ladder may come back to us
-            ptr, block = mgr.take_block(kind, nbytes)
-            epoch = mgr.epoch
+            ptr, block, epoch = mgr.take_block(kind, nbytes)
         st = _new(Storage)
         st.ptr = ptr
         st.nbytes = nbytes

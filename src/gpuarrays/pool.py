@@ -113,6 +113,7 @@ class MemoryManager:
                 self.alloc_count += 1
                 self.alloc_bytes += size
                 self.live[ptr] = size
+                epoch = self.epoch
             else:
                 ptr = 0
         finally:
@@ -121,7 +122,7 @@ class MemoryManager:
             if state.history is not None or state.recorders:
                 self._note_taken(ptr, size, kind)
         else:
-            ptr = self._grow(kind, size)
+            ptr, epoch = self._grow(kind, size)
         st = _new(Storage)
         st.ptr = ptr
         st.nbytes = nbytes
@@ -130,22 +131,26 @@ class MemoryManager:
         st.owned = True
         st.owner = None
         st.block = size
-        st._epoch = self.epoch
+        st._epoch = epoch
         st._home = self
         st._handles = []
         st._token = [None]
         st._reason = None
         return st
 
-    def take_block(self, kind: str, nbytes: int) -> tuple[int, int]:
-        """Take a block of at least ``nbytes`` out of the pool: ``(ptr, block_size)``."""
+    def take_block(self, kind: str, nbytes: int) -> tuple[int, int, Epoch]:
+        """Take a block of at least ``nbytes`` out of the pool: ``(ptr, block_size, epoch)``.
+
+        ``epoch`` is the one the block was counted in: a reset running during the call
+        makes it a dead epoch (the block is born reset, and is not in the new books).
+        """
         size = (nbytes + GRANULARITY - 1) & _MASK
         if kind not in self.free_lists:
             raise self._bad_kind(kind)
-        ptr = self._try_pool(kind, size)
-        if ptr is None:
-            ptr = self._grow(kind, size)
-        return ptr, size
+        found = self._try_pool(kind, size)
+        if found is None:
+            found = self._grow(kind, size)
+        return found[0], size, found[1]
 
     def _count_taken_locked(self, ptr: int, size: int, kind: str) -> None:
         used = self.used = self.used + size
@@ -165,36 +170,42 @@ class MemoryManager:
             rec.count += 1
             rec.bytes += size
 
-    def _grow(self, kind: str, size: int) -> int:
-        """A new block from the back-end, running the ladder when needed."""
-        ptr = self._try_backend(kind, size)
-        if ptr is None:
-            ptr = self._ladder(kind, size)
-        return ptr
+    def _grow(self, kind: str, size: int) -> tuple[int, Epoch]:
+        """A new block from the back-end, running the ladder when needed: (ptr, epoch)."""
+        found = self._try_backend(kind, size)
+        if found is None:
+            found = self._ladder(kind, size)
+        return found
 
-    def _try_backend(self, kind: str, size: int) -> int | None:
+    def _try_backend(self, kind: str, size: int) -> tuple[int, Epoch] | None:
         with self.lock:
             if self.limit is not None and self.reserved + size > self.limit:
                 return None
             self.reserved += size  # reserve before the call so threads respect the limit
+            epoch = self.epoch
         try:
             ptr = self.impl.allocate(self.index, kind, size)
         except BackendOutOfMemory:
             ptr = None
         except BaseException:
             with self.lock:
-                self.reserved -= size
+                if self.epoch is epoch:
+                    self.reserved -= size
             raise
         with self.lock:
+            if self.epoch is not epoch:
+                # A reset ran during the call: the block may predate it (the platform
+                # dropped it) -- never count or reuse it; the storage is born reset.
+                return (ptr, epoch) if ptr is not None else None
             if ptr is None:
                 self.reserved -= size
                 return None
             self.backend_allocs += 1
             self._count_taken_locked(ptr, size, kind)
         self._note_taken(ptr, size, kind)
-        return ptr
+        return ptr, epoch
 
-    def _try_pool(self, kind: str, size: int) -> int | None:
+    def _try_pool(self, kind: str, size: int) -> tuple[int, Epoch] | None:
         with self.lock:
             self._apply_pending_locked()
             blocks = self.free_lists[kind].get(size)
@@ -203,10 +214,11 @@ class MemoryManager:
             ptr = blocks.pop()
             self.pool_bytes -= size
             self._count_taken_locked(ptr, size, kind)
+            epoch = self.epoch
         self._note_taken(ptr, size, kind)
-        return ptr
+        return ptr, epoch
 
-    def _ladder(self, kind: str, size: int) -> int:
+    def _ladder(self, kind: str, size: int) -> tuple[int, Epoch]:
         """SPEC 6: reclaim, cheapest first, retrying after each step; then fail."""
         for number, name in enumerate(LADDER_STEPS, 1):
             with self.lock:
@@ -222,12 +234,12 @@ class MemoryManager:
                 for hook in list(ladder_hooks):
                     hook(self.device)
                 self.trim()
-            ptr = self._try_pool(kind, size)
-            if ptr is None:
-                ptr = self._try_backend(kind, size)
-            if ptr is not None:
+            found = self._try_pool(kind, size)
+            if found is None:
+                found = self._try_backend(kind, size)
+            if found is not None:
                 self.oom_last_step = name
-                return ptr
+                return found
         raise OutOfMemoryError(self._oom_message(kind, size))
 
     def _oom_message(self, kind: str, size: int) -> str:
@@ -276,6 +288,8 @@ class MemoryManager:
         lock = self.lock
         if lock.acquire(False):
             try:
+                if epoch is not self.epoch:
+                    return  # a reset ran since the check above
                 if self.pending:
                     self._apply_pending_locked()
                 blocks = self.free_lists[kind].get(size)
