@@ -483,21 +483,27 @@ def test_reset_from_another_thread_between_allocations_never_aliases(device):
 
 
 class ResetDuringAllocate:
-    """A real back-end whose ``allocate`` lets another thread reset the device right after
-    the platform returned the memory (the window of a reset racing an allocation)."""
+    """A real back-end whose ``allocate`` starts a reset in another thread right after the
+    platform returned the memory (the window of a reset racing an allocation).  The pool
+    serialises platform allocations with resets, so the reset must wait for the allocation
+    to be booked; ``reset_done_inside`` records whether it (wrongly) finished inside."""
 
     def __init__(self, device) -> None:
         self.device = device
         self.real = device.impl
         self.armed = True
+        self.thread: threading.Thread | None = None
+        self.reset_done_inside = False
 
     def allocate(self, index: int, kind: str, nbytes: int) -> int:
         ptr = self.real.allocate(index, kind, nbytes)
         if self.armed:
             self.armed = False
-            t = threading.Thread(target=ga.device_reset, args=(self.device,), daemon=True)
-            t.start()
-            t.join(30)
+            self.thread = threading.Thread(target=ga.device_reset, args=(self.device,),
+                                           daemon=True)
+            self.thread.start()
+            self.thread.join(0.5)
+            self.reset_done_inside = not self.thread.is_alive()
         return ptr
 
     def __getattr__(self, name: str):
@@ -516,9 +522,13 @@ def test_regression_reset_racing_an_allocation_never_aliases(device, cached):
     try:
         with ga.cached(cache) if cached else ga.uncached():
             a = ga.empty(1000, np.int32, device=device)
+        assert not racer.armed  # the reset was started inside the allocation
+        racer.thread.join(30)
+        assert not racer.thread.is_alive()
     finally:
         device.impl = device.memory.impl = racer.real
-    assert not racer.armed  # the reset did happen inside the allocation
+    assert not racer.reset_done_inside  # it waited until the block was booked
+    assert a.is_freed  # ... so the block belongs to the old epoch and the reset took it
     fresh = [ga.empty(1000, np.int32, device=device) for _ in range(4)]
     values = fill_distinct(fresh, 1)
     if a.is_freed:

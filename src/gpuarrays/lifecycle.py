@@ -67,12 +67,12 @@ def device_reset(device=None) -> None:
         except Exception as e:  # a failing hook never stops the reset
             warnings.warn(f"reset hook {entry[0]!r} failed: {e!r}", GPUArraysWarning,
                           stacklevel=2)
-    old = dev.memory.new_epoch()
-    forget_pins(dev)
-    if state.history is not None:
-        state.history.record("reset", dev, 0, 0, "")
-    dev.impl.reset(dev.index)
-    del old
+    with dev.memory.platform_lock:  # a concurrent trim never frees what the reset frees
+        dev.memory.new_epoch()
+        forget_pins(dev)
+        if state.history is not None:
+            state.history.record("reset", dev, 0, 0, "")
+        dev.impl.reset(dev.index)
 
 
 def _at_exit() -> None:

@@ -60,7 +60,7 @@ class MemoryManager:
         "device", "impl", "index", "lock", "pending", "free_lists", "live", "sites", "epoch",
         "used", "pool_bytes", "reserved", "peak", "alloc_count", "alloc_bytes", "dropped_count",
         "dropped_bytes", "cache_hits", "oom_retries", "oom_last_step", "backend_allocs",
-        "backend_frees", "limit", "_in_report",
+        "backend_frees", "limit", "_in_report", "platform_lock",
     )
 
     def __init__(self, device) -> None:
@@ -68,6 +68,10 @@ class MemoryManager:
         self.impl = device.impl
         self.index = device.index
         self.lock = threading.Lock()
+        # Held while blocks taken out of the books are freed through the platform (trim)
+        # and while a reset ends the epoch and resets the platform: a reset can never
+        # free what trim is freeing, or the reverse.  Never taken by finalizers.
+        self.platform_lock = threading.RLock()
         self.pending: list[tuple] = []
         self.free_lists: dict[str, dict[int, list[int]]] = {k: {} for k in device.kinds}
         self.live: dict[int, int] = {}  # ptr -> block size, for every block out of the pool
@@ -178,6 +182,13 @@ class MemoryManager:
         return found
 
     def _try_backend(self, kind: str, size: int) -> tuple[int, Epoch] | None:
+        # The platform lock keeps a reset from running between the platform call and the
+        # books: a block allocated just before a reset would otherwise be freed by the
+        # reset and again by its storage.
+        with self.platform_lock:
+            return self._try_backend_locked(kind, size)
+
+    def _try_backend_locked(self, kind: str, size: int) -> tuple[int, Epoch] | None:
         with self.lock:
             if self.limit is not None and self.reserved + size > self.limit:
                 return None
@@ -340,25 +351,26 @@ class MemoryManager:
     # maintenance --------------------------------------------------------------------
     def trim(self) -> int:
         """Give every unused pool block back to the back-end; returns the bytes released."""
-        with self.lock:
-            self._apply_pending_locked()
-            blocks = [(kind, ptr, size) for kind, free in self.free_lists.items()
-                      for size, ptrs in free.items() for ptr in ptrs]
-            for free in self.free_lists.values():
-                free.clear()
-            self.pool_bytes = 0
-        released = 0
-        for kind, ptr, size in blocks:
-            try:
-                if not state.shutting_down:
-                    self.impl.free(self.index, kind, ptr, size)
-            except BackendError as e:
-                warnings.warn(f"freeing a pool block of {size} bytes on {self.device} "
-                              f"failed: {e}", GPUArraysWarning, stacklevel=2)
-            released += size
-        with self.lock:
-            self.reserved -= released
-            self.backend_frees += len(blocks)
+        with self.platform_lock:
+            with self.lock:
+                self._apply_pending_locked()
+                blocks = [(kind, ptr, size) for kind, free in self.free_lists.items()
+                          for size, ptrs in free.items() for ptr in ptrs]
+                for free in self.free_lists.values():
+                    free.clear()
+                self.pool_bytes = 0
+            released = 0
+            for kind, ptr, size in blocks:
+                try:
+                    if not state.shutting_down:
+                        self.impl.free(self.index, kind, ptr, size)
+                except BackendError as e:
+                    warnings.warn(f"freeing a pool block of {size} bytes on {self.device} "
+                                  f"failed: {e}", GPUArraysWarning, stacklevel=2)
+                released += size
+            with self.lock:
+                self.reserved -= released
+                self.backend_frees += len(blocks)
         return released
 
     def synchronize(self) -> None:
