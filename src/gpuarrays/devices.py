@@ -16,6 +16,7 @@ from contextvars import ContextVar
 
 import numpy as np
 
+from ._gate import UsageGate
 from .backends.base import Backend, BackendUnavailable
 from .dtypes import device_lacks
 from .errors import UnsupportedDTypeError
@@ -41,7 +42,7 @@ class Device:
     """One device of one back-end.  Equality and hash by ``(backend, index)``."""
 
     __slots__ = ("backend", "index", "name", "total_memory", "kinds", "impl", "info",
-                 "memory", "_ok_dtypes", "_str")
+                 "memory", "gate", "_ok_dtypes", "_str")
 
     def __init__(self, backend: str, index: int, impl: Backend) -> None:
         from .pool import MemoryManager
@@ -57,6 +58,7 @@ class Device:
         self._ok_dtypes: set[np.dtype] = set()
         self._str = f"{backend}:{index}"
         self.memory = MemoryManager(self)
+        self.gate = UsageGate()  # transfers hold it shared, a reset exclusively
 
     def __str__(self) -> str:
         return self._str

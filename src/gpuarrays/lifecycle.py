@@ -67,7 +67,9 @@ def device_reset(device=None) -> None:
         except Exception as e:  # a failing hook never stops the reset
             warnings.warn(f"reset hook {entry[0]!r} failed: {e!r}", GPUArraysWarning,
                           stacklevel=2)
-    with dev.memory.platform_lock:  # a concurrent trim never frees what the reset frees
+    # No transfer runs under the reset (gate), and no trim or platform allocation
+    # interleaves with it (platform lock): nothing touches or frees what it frees.
+    with dev.gate.exclusive(), dev.memory.platform_lock:
         dev.memory.new_epoch()
         forget_pins(dev)
         if state.history is not None:

@@ -9,6 +9,7 @@ broadcasting, overlapping copies inside one storage, copies between devices
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -19,6 +20,17 @@ from .backends.base import RawView
 from .layout import broadcast_strides, normalize_shape
 
 HOST_KINDS = ("host", "unified")
+
+
+def _gated(fn):
+    """Run a transfer holding its first array's device gate shared (see ``_gate``)."""
+
+    @functools.wraps(fn)
+    def gated(a, *args):
+        with a._storage.device.gate:
+            return fn(a, *args)
+
+    return gated
 
 
 def _impl(a):
@@ -41,6 +53,7 @@ def _overlap(a: RawView, b: RawView) -> bool:
     return a_lo < b_hi and b_lo < a_hi
 
 
+@_gated
 def copy_raw(dst, src) -> None:
     """``dst[...] = src`` for two arrays on one device (src broadcast to dst's shape)."""
     impl, index = _impl(dst)
@@ -84,6 +97,7 @@ def assign(dst, value) -> None:
     upload(dst, host)
 
 
+@_gated
 def upload(dst, host: np.ndarray) -> None:
     """Write a host array (already of dst's dtype) into ``dst``, broadcasting."""
     impl, index = _impl(dst)
@@ -142,6 +156,7 @@ def to_host(src, out: np.ndarray | None = None) -> np.ndarray:
     return host
 
 
+@_gated
 def _download_into(src, host: np.ndarray) -> None:
     if host.size == 0:
         return
@@ -184,7 +199,8 @@ def host_view(a) -> np.ndarray:
             f"this GPUArray is in {st.kind!r} memory on {st.device}, which NumPy cannot read "
             f"directly; copy it with a.get() (or ga.to_numpy(a)), or allocate it with "
             f"kind='host' or kind='unified' for zero-copy host views")
-    st.device.impl.synchronize(st.device.index)
+    with st.device.gate:
+        st.device.impl.synchronize(st.device.index)
     handle = a.view()  # the NumPy array owns this handle; it is released when NumPy drops it
     return ndarray_at(st.ptr + a.offset, a.shape, a.strides, a.dtype,
                       readonly=not a._writeable, owner=handle)
@@ -208,6 +224,7 @@ def _not_supported(impl, what: str) -> NotImplementedError:
                                f"{impl.name} back-end yet; use basic indexing or .get()")
 
 
+@_gated
 def gather(a, key):
     """``a[key]`` for an advanced index: a copy in new storage."""
     st = a._live()
@@ -225,6 +242,7 @@ def gather(a, key):
     return out
 
 
+@_gated
 def scatter(a, key, value) -> None:
     """``a[key] = value`` for an advanced index."""
     st = a._live()
