@@ -10,6 +10,8 @@ broadcasting, overlapping copies inside one storage, copies between devices
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -18,6 +20,8 @@ from . import array as _array
 from ._raw import extent, ndarray_at
 from .backends.base import RawView
 from .layout import broadcast_strides, normalize_shape
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 HOST_KINDS = ("host", "unified")
 
@@ -47,6 +51,16 @@ def _byte_range(view: RawView) -> tuple[int, int]:
     return view.ptr + lo, view.ptr + hi
 
 
+def _user_stacklevel() -> int:
+    """``stacklevel`` for a warning raised by our caller that points at user code."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 def _overlap(a: RawView, b: RawView) -> bool:
     a_lo, a_hi = _byte_range(a)
     b_lo, b_hi = _byte_range(b)
@@ -63,7 +77,7 @@ def copy_raw(dst, src) -> None:
         s = RawView(s.ptr, d.shape, broadcast_strides(s.shape, s.strides, d.shape), s.dtype)
     if s.dtype.kind == "c" and d.dtype.kind not in "cb":  # as NumPy, on every back-end
         warnings.warn("Casting complex values to real discards the imaginary part",
-                      np.exceptions.ComplexWarning, stacklevel=4)
+                      np.exceptions.ComplexWarning, stacklevel=_user_stacklevel())
     if d == s or 0 in d.shape:
         return
     if _overlap(d, s):  # stage through a temporary so no element is read after it is written
