@@ -6,10 +6,19 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import (
+    ALL_DTYPES,
+    NUMERIC_DTYPES,
+    SETTINGS,
+    STRUCT_DTYPE,
+    dtypes,
+    pair,
+    same_values,
+    shapes,
+    supported,
+)
 
 import gpuarrays as ga
-from strategies import (ALL_DTYPES, NUMERIC_DTYPES, SETTINGS, STRUCT_DTYPE, dtypes, pair,
-                        same_values, shapes, supported)
 
 
 def check_new(a, shape, dtype, device, kind="device"):

@@ -190,7 +190,7 @@ def test_use_device_is_per_asyncio_task():
         return wanted, got
 
     wanted, got = asyncio.run(main())
-    for want, (cur, arr_dev) in zip(wanted, got):
+    for want, (cur, arr_dev) in zip(wanted, got, strict=True):
         assert cur is want and arr_dev is want
 
 

@@ -8,9 +8,9 @@ import gc
 
 import numpy as np
 import pytest
+from strategies import pair, same_values
 
 import gpuarrays as ga
-from strategies import pair, same_values
 
 HEADER = ("GPUArray only supports element types stored inline "
           "(numbers, bool, or structured types made of them).")
@@ -147,7 +147,7 @@ def untouched(device, *arrays):
     assert after["used_bytes"] == stats["used_bytes"]
     assert after["reserved_bytes"] <= stats["reserved_bytes"] + 4096
     assert [a.storage.refcount for a in arrays] == refcounts
-    for a, c in zip(arrays, contents):
+    for a, c in zip(arrays, contents, strict=True):
         same_values(a.get(), c)
     probe = ga.full(7, 1.0, device=device)  # the pool still works
     assert probe.get().tolist() == [1.0] * 7
@@ -163,14 +163,14 @@ def expect(exc, device, fn, *arrays, match=None):
 @pytest.mark.parametrize("shape", [-1, (2, -3), (-1,), [4, -2]])
 def test_negative_shape_is_value_error(device, shape):
     for fn in (ga.empty, ga.zeros, ga.ones):
-        expect(ValueError, device, lambda: fn(shape, device=device), match="negative")
+        expect(ValueError, device, lambda fn=fn: fn(shape, device=device), match="negative")
     expect(ValueError, device, lambda: ga.full(shape, 1, device=device))
 
 
 @pytest.mark.parametrize("shape", [2.0, (2, 3.0), (2.5,), "3", (None,), ((2,),), [1, [2]]])
 def test_non_integer_shape_is_type_error(device, shape):
     for fn in (ga.empty, ga.zeros, ga.ones):
-        expect(TypeError, device, lambda: fn(shape, device=device))
+        expect(TypeError, device, lambda fn=fn: fn(shape, device=device))
 
 
 def test_bad_reshape(device):
@@ -179,7 +179,7 @@ def test_bad_reshape(device):
         exc = TypeError if any(type(x) is float for x in shape) else ValueError
         with pytest.raises(exc):
             n.reshape(shape)
-        expect(exc, device, lambda: g.reshape(shape), g)
+        expect(exc, device, lambda shape=shape: g.reshape(shape), g)
     expect(ValueError, device, lambda: g.T.reshape(24, copy=False), g)
     with pytest.raises(ValueError) as info:
         g.T.reshape(24, copy=False)
@@ -191,7 +191,7 @@ def test_bad_view(device):
     cases = [(g.T, "i4"), (g[:, ::2], "i8"), (g[:, :3], "i4"), (g[1, 2], "i4"), (g, "V7")]
     for arr, target in cases:
         exc = ga.UnsupportedDTypeError if target == "V7" else ValueError
-        expect(exc, device, lambda: arr.view(target), g)
+        expect(exc, device, lambda arr=arr, target=target: arr.view(target), g)
     with pytest.raises(ValueError) as info:
         g[:, :3].view("i4")
     msg = str(info.value)
@@ -206,8 +206,8 @@ def test_bad_indices(device):
     for key in cases:
         with pytest.raises(IndexError):
             n[key]
-        expect(IndexError, device, lambda: g[key], g)
-        expect(IndexError, device, lambda: g.__setitem__(key, 1), g)
+        expect(IndexError, device, lambda key=key: g[key], g)
+        expect(IndexError, device, lambda key=key: g.__setitem__(key, 1), g)
     with pytest.raises(IndexError) as info:
         g[5]
     assert "5" in str(info.value)
@@ -224,7 +224,7 @@ def test_bad_index_types(device):
     for key in ["a", 1.5, (0, 1.0), {0}, object()]:
         with pytest.raises(IndexError):
             n[key]
-        expect((IndexError, TypeError), device, lambda: g[key], g)
+        expect((IndexError, TypeError), device, lambda key=key: g[key], g)
 
 
 def test_bad_transpose_axes(device):
@@ -232,7 +232,7 @@ def test_bad_transpose_axes(device):
     for axes in [(0, 0, 1), (0, 1), (0, 1, 3), (0, 1, 2, 3), (-4, 0, 1)]:
         with pytest.raises((ValueError, np.exceptions.AxisError)):
             n.transpose(axes)
-        expect(ValueError, device, lambda: g.transpose(axes), g)
+        expect(ValueError, device, lambda axes=axes: g.transpose(axes), g)
     expect(ValueError, device, lambda: g.transpose(1, 1, 0), g)
     expect(ValueError, device, lambda: g.swapaxes(0, 3), g)
     expect(ValueError, device, lambda: ga.moveaxis(g, 0, 5), g)
@@ -257,10 +257,10 @@ def test_copyto_shape_mismatch(device):
 
 def test_unknown_kind(device):
     for kind in ["nonsense", "Device", "", "pinned"]:
-        for fn in (lambda: ga.empty(4, device=device, kind=kind),
-                   lambda: ga.zeros(4, device=device, kind=kind),
-                   lambda: ga.asarray([1], device=device, kind=kind),
-                   lambda: ga.empty((0,), device=device, kind=kind)):
+        for fn in (lambda kind=kind: ga.empty(4, device=device, kind=kind),
+                   lambda kind=kind: ga.zeros(4, device=device, kind=kind),
+                   lambda kind=kind: ga.asarray([1], device=device, kind=kind),
+                   lambda kind=kind: ga.empty((0,), device=device, kind=kind)):
             expect(ValueError, device, fn)
         with pytest.raises(ValueError) as info:
             ga.empty(4, device=device, kind=kind)
@@ -275,11 +275,11 @@ def test_writing_to_read_only_views(device):
     for ro in [ga.broadcast_to(g, (2, 3, 4)), g.diagonal(), ga.broadcast_to(g[0], (3, 4)).T,
                g.diagonal()[::-1]]:
         assert not ro.flags.writeable
-        expect(ValueError, device, lambda: ro.__setitem__(..., 1), g)
-        expect(ValueError, device, lambda: ro.__setitem__(0, 1), g)
-        expect(ValueError, device, lambda: ro.fill(1), g)
-        expect(ValueError, device, lambda: ga.copyto(ro, 1), g)
-        expect(ValueError, device, lambda: ro.__setitem__(np.array([0]), 1), g)
+        expect(ValueError, device, lambda ro=ro: ro.__setitem__(..., 1), g)
+        expect(ValueError, device, lambda ro=ro: ro.__setitem__(0, 1), g)
+        expect(ValueError, device, lambda ro=ro: ro.fill(1), g)
+        expect(ValueError, device, lambda ro=ro: ga.copyto(ro, 1), g)
+        expect(ValueError, device, lambda ro=ro: ro.__setitem__(np.array([0]), 1), g)
         with pytest.raises(ValueError, match="read-only"):
             ro[...] = 0
     ro = g.diagonal()

@@ -11,10 +11,23 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import (
+    ALL_DTYPES,
+    SETTINGS,
+    STRUCT_DTYPE,
+    assert_matches,
+    basic_indices,
+    derivation,
+    dtypes,
+    np_index,
+    np_offset,
+    pair,
+    same_values,
+    shapes,
+    supported,
+)
 
 import gpuarrays as ga
-from strategies import (ALL_DTYPES, SETTINGS, STRUCT_DTYPE, assert_matches, basic_indices,
-                        derivation, dtypes, np_index, np_offset, pair, same_values, shapes, supported)
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -297,7 +310,7 @@ def test_transpose_of_1d_and_0d(device):
     z, gz = pair((), "i8", device)
     assert_matches(gz.T, z.T, z)
     with pytest.raises(ValueError):
-        g.mT
+        _ = g.mT
 
 
 def test_squeeze_non_unit_axis_raises(device):

@@ -9,9 +9,9 @@ import weakref
 
 import numpy as np
 import pytest
+from strategies import pair, same_values
 
 import gpuarrays as ga
-from strategies import pair, same_values
 
 FREED = "Attempt to use a freed array"
 
@@ -374,7 +374,7 @@ def test_shares_memory_exact_vs_bounds(device):
         (n.reshape(4, 4)[:, 0], n.reshape(4, 4)[:, 1]), (n.reshape(4, 4).T, n[5:6]),
         (n[:0], n), (n[::-1], n[3:5]), (np.broadcast_to(n[3, ...], (5,)), n[3:4]),
     ]
-    for (x, y), oracle in zip(cases, oracles):
+    for (x, y), oracle in zip(cases, oracles, strict=True):
         if oracle is None:
             assert not ga.shares_memory(x, y) and not ga.may_share_memory(x, y)
             continue

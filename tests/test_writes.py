@@ -9,10 +9,20 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import (
+    NUMERIC_DTYPES,
+    SETTINGS,
+    STRUCT_DTYPE,
+    basic_indices,
+    dtypes,
+    pair,
+    same_values,
+    shapes,
+    supported,
+    values,
+)
 
 import gpuarrays as ga
-from strategies import (NUMERIC_DTYPES, SETTINGS, STRUCT_DTYPE, basic_indices, dtypes, pair,
-                        same_values, shapes, supported, values)
 
 ComplexWarning = np.exceptions.ComplexWarning
 
@@ -393,7 +403,7 @@ def test_len_and_iter_yield_views(device):
     assert len(g) == 3 and len(g.T) == 4 and len(g[:0]) == 0
     rows = list(g)
     assert len(rows) == 3
-    for r, rn in zip(rows, n):
+    for r, rn in zip(rows, n, strict=True):
         assert type(r) is ga.GPUArray
         assert r.storage is g.storage
         same_values(r.get(), rn)
