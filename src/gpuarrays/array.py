@@ -22,7 +22,7 @@ from .alloc import new_storage
 from .backends.base import RawView
 from .cache import current_cache
 from .devices import get_device
-from .dtypes import _checked, normalize_dtype
+from .dtypes import normalize_dtype
 from .errors import GPUArraysWarning
 from .layout import basic_index, engine, from_engine, normalize_shape
 from .storage import FREED_CACHE, FREED_FORCED, FREED_LOCAL, Storage
@@ -353,9 +353,11 @@ class GPUArray:
             return self._derive(self._shape, self._strides, self._offset, self._dtype,
                                 self._writeable, self._contig)
         st = self._storage
-        dt = _checked.get(dtype) if type(dtype) is not list else None
-        if (dt is not None and dt.itemsize == self._dtype.itemsize
-                and dt in st.device._ok_dtypes):
+        try:
+            dt = st.device._accepts[dtype]
+        except (KeyError, TypeError):
+            dt = None
+        if dt is not None and dt.itemsize == self._dtype.itemsize:
             # Hot path: same-itemsize reinterpretation of a checked dtype.
             if self._freed or st._reason is not None or not st._epoch.live:
                 raise self._freed_error()
@@ -363,8 +365,7 @@ class GPUArray:
                          self._writeable, self._contig)
         if isinstance(dtype, type) and issubclass(dtype, GPUArray):
             return self.view()
-        dt = normalize_dtype(dtype)
-        st.device.require(dt)
+        dt = st.device.dtype_of(dtype)
         if dt.itemsize == self._dtype.itemsize and dt.subdtype is None:
             return self._derive(self._shape, self._strides, self._offset, dt,
                                 self._writeable, self._contig)

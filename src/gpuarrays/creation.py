@@ -7,7 +7,7 @@ import numpy as np
 from . import transfer
 from .array import GPUArray, new_array
 from .devices import Device, _current, _default, get_device
-from .dtypes import _checked, normalize_dtype
+from .dtypes import normalize_dtype
 from .errors import UnsupportedDTypeError
 from .layout import normalize_shape
 
@@ -18,9 +18,7 @@ _float64 = np.dtype(np.float64)
 
 
 def _dtype_for(dtype, device) -> np.dtype:
-    dt = normalize_dtype(dtype)
-    device.require(dt)
-    return dt
+    return device.dtype_of(dtype)
 
 
 def empty(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArray:
@@ -39,9 +37,10 @@ def empty(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArr
         shape = (shape,)
     else:
         shape = normalize_shape(shape)
-    dt = _checked.get(dtype) if type(dtype) is not list else None
-    if dt is None or dt not in dev._ok_dtypes:
-        dt = _dtype_for(dtype, dev)
+    try:
+        dt = dev._accepts[dtype]
+    except (KeyError, TypeError):
+        dt = dev.dtype_of(dtype)
     return new_array(shape, dt, dev, kind)
 
 

@@ -42,7 +42,7 @@ class Device:
     """One device of one back-end.  Equality and hash by ``(backend, index)``."""
 
     __slots__ = ("backend", "index", "name", "total_memory", "kinds", "impl", "info",
-                 "memory", "gate", "_ok_dtypes", "_str")
+                 "memory", "gate", "_ok_dtypes", "_accepts", "_str")
 
     def __init__(self, backend: str, index: int, impl: Backend) -> None:
         from .pool import MemoryManager
@@ -56,6 +56,8 @@ class Device:
         self.total_memory = info.total_memory
         self.kinds = tuple(info.kinds)
         self._ok_dtypes: set[np.dtype] = set()
+        # dtype arguments (np.float32, "f4", dtype objects) already checked for this device
+        self._accepts: dict[object, np.dtype] = {}
         self._str = f"{backend}:{index}"
         self.memory = MemoryManager(self)
         self.gate = UsageGate()  # transfers hold it shared, a reset exclusively
@@ -90,6 +92,22 @@ class Device:
         except UnsupportedDTypeError:
             return False
         return True
+
+    def dtype_of(self, dtype: object) -> np.dtype:
+        """The normalised dtype for a dtype argument, checked for this device (cached)."""
+        try:
+            return self._accepts[dtype]
+        except (KeyError, TypeError):
+            pass
+        from .dtypes import normalize_dtype
+
+        dt = normalize_dtype(dtype)
+        self.require(dt)
+        try:
+            self._accepts[dtype] = dt
+        except TypeError:  # unhashable (a list describing a structured dtype)
+            pass
+        return dt
 
     def require(self, dt: np.dtype) -> None:
         """Raise ``UnsupportedDTypeError`` when the device lacks a type ``dt`` uses."""
