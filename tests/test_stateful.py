@@ -537,6 +537,7 @@ class ReliabilityMachine(RuleBasedStateMachine):
     def host_view(self, i) -> None:
         recs = [r for r in self.live if r.arr.kind in ("host", "unified")]
         rec = recs[i % len(recs)]
+        gc.collect()  # garbage sharing this storage must not die between the two counts
         before = rec.arr.storage.refcount
         v = rec.arr.host_view()
         if rec.arr.storage.refcount != before + 1 and rec.arr.storage.nbytes:
@@ -556,6 +557,7 @@ class ReliabilityMachine(RuleBasedStateMachine):
     @rule(i=st.integers(0, 100))
     def dlpack_export(self, i) -> None:
         rec = self._pick(i)
+        gc.collect()  # garbage sharing this storage must not die between the two counts
         before = rec.arr.storage.refcount
         try:
             capsule = rec.arr.__dlpack__()
