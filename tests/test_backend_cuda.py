@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import gpuarrays as ga
-from gpuarrays.backends import cuda
+from gpuarrays.backends import _kernels, cuda
 from gpuarrays.backends.base import BackendOutOfMemory, BackendUnavailable, RawView
 from gpuarrays.devices import unavailable_backends
 from gpuarrays.errors import BackendError
@@ -162,17 +162,17 @@ def test_check_unpacks_results_and_raises():
 
 # Helpers ---------------------------------------------------------------------------------------
 def test_collapse_merges_contiguous_axes_and_drops_unit_axes():
-    assert cuda._collapse((2, 3, 4), (96, 32, 8)) == ([24], [[8]])
-    assert cuda._collapse((2, 1, 3), (24, 8, 8), (3, 100, 1)) == ([6], [[8], [1]])
-    assert cuda._collapse((2, 1, 3), (32, 8, 8), (3, 100, 1)) == ([2, 3], [[32, 8], [3, 1]])
-    assert cuda._collapse((1, 1), (0, 0)) == ([], [[]])
+    assert _kernels.collapse((2, 3, 4), (96, 32, 8)) == ([24], [[8]])
+    assert _kernels.collapse((2, 1, 3), (24, 8, 8), (3, 100, 1)) == ([6], [[8], [1]])
+    assert _kernels.collapse((2, 1, 3), (32, 8, 8), (3, 100, 1)) == ([2, 3], [[32, 8], [3, 1]])
+    assert _kernels.collapse((1, 1), (0, 0)) == ([], [[]])
 
 
 def test_word_is_the_largest_common_power_of_two():
-    assert cuda._word(8, 0x1000, 16) == 8
-    assert cuda._word(8, 0x1004) == 4
-    assert cuda._word(4, 2) == 2
-    assert cuda._word(3) == 1
+    assert _kernels.word(8, 0x1000, 16) == 8
+    assert _kernels.word(8, 0x1004) == 4
+    assert _kernels.word(4, 2) == 2
+    assert _kernels.word(3) == 1
 
 
 def test_layout_parameter_holds_up_to_numpys_dimensions():
@@ -210,13 +210,13 @@ def test_conversion_source_has_a_kernel_for_every_destination(src, aligned):
     assert tuple(names) == cuda.convert_kernel_names(src)
     assert "#include" not in text  # NVRTC without headers
     byte_wise = "x.b[k] = p[k]" in text
-    narrow_only = cuda._SCALARS[src].size == 1
+    narrow_only = _kernels.SCALARS[src].size == 1
     assert byte_wise == (not aligned[0] and not narrow_only)
 
 
 @pytest.mark.parametrize("itemsize", [1, 2, 3, 4, 8, 12, 16, 24, 2048, 4096])
 def test_bytes_source_per_item_size(itemsize):
-    word = cuda._word(itemsize)
+    word = _kernels.word(itemsize)
     text = cuda.bytes_source(itemsize, word)
     names = re.findall(r'extern "C" __global__ void (\w+)\(', text)
     assert sorted(names) == sorted(cuda.bytes_kernel_names(itemsize))
@@ -469,8 +469,8 @@ def test_strided_byte_copy_matches_numpy(host, dtype):
     src = src_base[::-2, 1:6, ::-1].transpose(2, 0, 1)
     dst_base = np.zeros((5, 3, 5, 2), dt)
     dst = dst_base[..., 1]
-    shape, (dstrides, sstrides) = cuda._collapse(dst.shape, dst.strides, src.strides)
-    word = cuda._word(dt.itemsize, dst.ctypes.data, src.ctypes.data, *dstrides, *sstrides)
+    shape, (dstrides, sstrides) = _kernels.collapse(dst.shape, dst.strides, src.strides)
+    word = _kernels.word(dt.itemsize, dst.ctypes.data, src.ctypes.data, *dstrides, *sstrides)
     n = int(np.prod(shape))
     args = [ctypes.c_uint64(dst.ctypes.data), ctypes.c_uint64(src.ctypes.data),
             cuda._layout(shape, dstrides, sstrides), ctypes.c_int32(len(shape)), ctypes.c_int64(n)]
@@ -491,8 +491,8 @@ def test_fill_kernels_write_the_value_through_strides(host, dtype, value):
         v = np.asarray(value, dt) if dt.fields is None else np.array(value, dt)
     base = np.zeros((4, 6), dt)
     dst = base[::-1, ::2]
-    shape, (strides,) = cuda._collapse(dst.shape, dst.strides)
-    word = cuda._word(dt.itemsize, dst.ctypes.data, *strides)
+    shape, (strides,) = _kernels.collapse(dst.shape, dst.strides)
+    word = _kernels.word(dt.itemsize, dst.ctypes.data, *strides)
     n = int(np.prod(shape))
     source = cuda.bytes_source(dt.itemsize, word)
     pattern = v.reshape(1).view(np.uint8).tobytes()
