@@ -55,7 +55,7 @@ def _user_stacklevel() -> int:
     """``stacklevel`` for a warning raised by our caller that points at user code."""
     frame = sys._getframe(1)
     level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
         frame = frame.f_back
         level += 1
     return level
