@@ -25,9 +25,7 @@ from ._state import state
 from .errors import CacheInUseError, GPUArraysWarning
 from .pool import ladder_hooks, usage_hooks
 from .sizes import format_bytes
-from .storage import FREED_CACHE, Storage
-
-_new = object.__new__
+from .storage import FREED_CACHE, Storage, pooled_storage
 
 __all__ = ["AllocCache", "cached", "uncached", "current_cache"]
 
@@ -87,19 +85,7 @@ class AllocCache:
                 state.history.record("reuse", device, block, ptr, kind)
         else:  # outside our lock: the ladder may come back to us
             ptr, block, epoch = mgr.take_block(kind, nbytes)
-        st = _new(Storage)
-        st.ptr = ptr
-        st.nbytes = nbytes
-        st.device = device
-        st.kind = kind
-        st.owned = True
-        st.owner = None
-        st.block = block
-        st._epoch = epoch
-        st._home = self
-        st._handles = []
-        st._token = [None]
-        st._reason = None
+        st = pooled_storage(ptr, nbytes, device, kind, block, epoch, self)
         self._busy[st] = None
         return st
 

@@ -30,9 +30,7 @@ from ._state import state
 from .backends.base import BackendOutOfMemory
 from .errors import BackendError, GPUArraysWarning, OutOfMemoryError
 from .sizes import format_bytes, parse_size
-from .storage import Epoch, Storage
-
-_new = object.__new__
+from .storage import Epoch, Storage, pooled_storage
 
 __all__ = ["MemoryManager", "GRANULARITY", "round_size", "ladder_hooks", "usage_hooks"]
 
@@ -111,12 +109,7 @@ class MemoryManager:
             if blocks:
                 ptr = blocks.pop()
                 self.pool_bytes -= size
-                used = self.used = self.used + size
-                if used > self.peak:
-                    self.peak = used
-                self.alloc_count += 1
-                self.alloc_bytes += size
-                self.live[ptr] = size
+                self._count_taken_locked(ptr, size, kind)
                 epoch = self.epoch
             else:
                 ptr = 0
@@ -127,20 +120,7 @@ class MemoryManager:
                 self._note_taken(ptr, size, kind)
         else:
             ptr, epoch = self._grow(kind, size)
-        st = _new(Storage)
-        st.ptr = ptr
-        st.nbytes = nbytes
-        st.device = self.device
-        st.kind = kind
-        st.owned = True
-        st.owner = None
-        st.block = size
-        st._epoch = epoch
-        st._home = self
-        st._handles = []
-        st._token = [None]
-        st._reason = None
-        return st
+        return pooled_storage(ptr, nbytes, self.device, kind, size, epoch, self)
 
     def take_block(self, kind: str, nbytes: int) -> tuple[int, int, Epoch]:
         """Take a block of at least ``nbytes`` out of the pool: ``(ptr, block_size, epoch)``.
