@@ -58,6 +58,7 @@ def test_writes_visible_both_ways(device):
         n[1, 2] = 5.0
         assert a.get()[1, 2] == 5.0
         a[0, 0] = 7.0
+        ga.synchronize(device)  # device work is asynchronous (OpenCL, CUDA): wait, then read
         assert n[0, 0] == 7.0
         np.asarray(a[2])[:] = 1.0
         np.testing.assert_array_equal(a.get()[2], np.ones(4))

@@ -135,7 +135,7 @@ def _result_name(code: int) -> str:
     if driver is not None:
         try:
             return driver.CUresult(code).name
-        except ValueError:
+        except (ValueError, AttributeError):  # unknown code, or bindings without the enum
             pass
     return f"CUresult {code}"
 
