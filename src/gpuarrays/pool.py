@@ -185,7 +185,8 @@ class MemoryManager:
             raise
         with self.lock:
             if self.epoch is not epoch:
-                # A reset ran during the call: the block may predate it (the platform
+                # A reset ran during the call (only the calling thread itself can, the
+                # platform lock keeps others out): the block may predate it (the platform
                 # dropped it) -- never count or reuse it; the storage is born reset.
                 return (ptr, epoch) if ptr is not None else None
             if ptr is None:
