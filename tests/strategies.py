@@ -231,3 +231,22 @@ def derivation(draw, shape: tuple[int, ...], dtype: np.dtype):
     if name == "real":
         return ".real", (lambda a: a.real), (lambda a: a.real)
     return ".imag", (lambda a: a.imag), (lambda a: a.imag)
+
+
+# Named layouts of a (4, 5, 6) array, applied to NumPy and to GPUArrays alike
+# (interchange and host-view tests).
+LAYOUTS = {
+    "whole": lambda x: x,
+    "offset": lambda x: x[1:, 2:],
+    "strided": lambda x: x[::2, :, 1::3],
+    "negative": lambda x: x[::-1, :, ::-2],
+    "transposed": lambda x: x.transpose(2, 0, 1),
+    "0-d": lambda x: x[1, 2, 3, ...],
+    "zero-size": lambda x: x[:, 3:3],
+    "row": lambda x: x[2, 1],
+}
+
+
+def address(n: np.ndarray) -> int:
+    """Address of element 0 of a NumPy array."""
+    return n.__array_interface__["data"][0]

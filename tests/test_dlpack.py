@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import LAYOUTS, address
 
 import gpuarrays as ga
 from gpuarrays.interop import dlpack
@@ -22,17 +23,6 @@ from gpuarrays.interop import dlpack
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]
 
-# Layouts of a (4, 5, 6) array, applied to NumPy and to GPUArrays alike.
-LAYOUTS = {
-    "whole": lambda x: x,
-    "offset": lambda x: x[1:, 2:],
-    "strided": lambda x: x[::2, :, 1::3],
-    "negative": lambda x: x[::-1, :, ::-2],
-    "transposed": lambda x: x.transpose(2, 0, 1),
-    "0-d": lambda x: x[1, 2, 3, ...],
-    "zero-size": lambda x: x[:, 3:3],
-    "row": lambda x: x[2, 1],
-}
 
 
 @pytest.fixture
@@ -56,8 +46,6 @@ def sample(dtype: str, shape=(4, 5, 6)) -> np.ndarray:
     return values.astype(dtype).reshape(shape)
 
 
-def address(n: np.ndarray) -> int:
-    return n.__array_interface__["data"][0]
 
 
 def capsule_name(capsule) -> str:

@@ -11,24 +11,14 @@ import threading
 
 import numpy as np
 import pytest
+from strategies import LAYOUTS, address
 
 import gpuarrays as ga
 
 HOST_KINDS = ("host", "unified")
 
-LAYOUTS = {
-    "whole": lambda x: x,
-    "offset": lambda x: x[1:, 2:],
-    "strided": lambda x: x[::2, :, 1::3],
-    "negative": lambda x: x[::-1, :, ::-2],
-    "transposed": lambda x: x.transpose(2, 0, 1),
-    "0-d": lambda x: x[1, 2, 3, ...],
-    "zero-size": lambda x: x[:, 3:3],
-}
 
 
-def address(n: np.ndarray) -> int:
-    return n.__array_interface__["data"][0]
 
 
 def kinds_of(device) -> list[str]:
