@@ -21,10 +21,10 @@ def new_storage(device, kind: str, nbytes: int) -> Storage:
             raise mgr._bad_kind(kind)
         return Storage(0, 0, device, kind, NULL_HOME, mgr.epoch)
     cache = current_cache.get()
-    if state.recorders:
+    if state.recorders:  # timed only while a record_allocations() block is open
         if cache is not None:
             return timed(cache.storage, device, kind, nbytes)
         return timed(device.memory.new_storage, kind, nbytes)
-    if cache is not None:
-        return cache.storage(device, kind, nbytes)
-    return device.memory.new_storage(kind, nbytes)
+    if cache is None:
+        return device.memory.new_storage(kind, nbytes)  # the hot path: a warm pool
+    return cache.storage(device, kind, nbytes)

@@ -17,15 +17,13 @@ import numpy as np
 
 from . import transfer
 from ._raw import c_strides, is_c_contiguous, is_f_contiguous
-from ._state import state
 from .alloc import new_storage
 from .backends.base import RawView
-from .cache import current_cache
 from .devices import get_device
 from .dtypes import normalize_dtype
 from .errors import GPUArraysWarning
 from .layout import basic_index, engine, from_engine, normalize_shape
-from .storage import FREED_CACHE, FREED_FORCED, FREED_LOCAL, Storage
+from .storage import FREED_CACHE, FREED_FORCED, Storage
 
 __all__ = ["GPUArray", "new_array", "wrap_storage"]
 
@@ -81,16 +79,7 @@ def new_array(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArray:
     else:
         nbytes = math.prod(shape) * itemsize
         strides = c_strides(shape, itemsize)
-    if nbytes and not state.recorders:  # the hot paths: pool or cache, not timed
-        cache = current_cache.get()
-        if cache is None:
-            storage = device.memory.new_storage(kind, nbytes)
-        else:
-            storage = cache.storage(device, kind, nbytes)
-    else:
-        storage = new_storage(device, kind, nbytes)
-    return _make(storage, shape, strides, 0, dtype,
-                 True, True)
+    return _make(new_storage(device, kind, nbytes), shape, strides, 0, dtype, True, True)
 
 
 def wrap_storage(storage: Storage, shape: tuple, strides: tuple, dtype: np.dtype,
@@ -146,18 +135,11 @@ class GPUArray:
         """
         storage = self._storage
         if not self._freed:
-            self._freed = True
-            handles = storage._handles
-            handles.pop()
+            self._freed = True  # set before the handle goes (GPUArrays.jl's lesson)
             if not force:
-                if not handles:
-                    try:
-                        storage._token.pop()  # only one releaser can win this
-                    except IndexError:
-                        return
-                    storage._reason = FREED_LOCAL
-                    storage._home.release_storage(storage)
+                storage.decref()
                 return
+            storage._handles.pop()
         if force:
             storage.release(FREED_FORCED)
 

@@ -17,10 +17,6 @@ __all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_l
 _float64 = np.dtype(np.float64)
 
 
-def _dtype_for(dtype, device) -> np.dtype:
-    return device.dtype_of(dtype)
-
-
 def empty(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArray:
     """An uninitialised C-contiguous array.
 
@@ -112,7 +108,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None,
 
 def _from_host(host: np.ndarray, dtype, device, kind: str) -> GPUArray:
     dev = get_device(device)
-    dt = _dtype_for(host.dtype if dtype is None else dtype, dev)
+    dt = dev.dtype_of(host.dtype if dtype is None else dtype)
     a = new_array(normalize_shape(host.shape), dt, dev, kind)
     try:
         transfer.assign(a, host)
@@ -163,7 +159,7 @@ def _from_gpuarray(a: GPUArray, dtype, device, kind, copy) -> GPUArray:
     a._live()  # a freed array is never handed back (FreedArrayError)
     dev = a.device if device is None else get_device(device)
     kind = a.kind if kind is None else kind
-    dt = a.dtype if dtype is None else _dtype_for(dtype, dev)
+    dt = a.dtype if dtype is None else dev.dtype_of(dtype)
     same_place = dev == a.device and kind == a.kind
     if copy is False and (not same_place or dt != a.dtype):
         raise ValueError(f"asarray(copy=False) would need a copy: the array is {a.dtype} "

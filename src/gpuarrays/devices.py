@@ -42,7 +42,7 @@ class Device:
     """One device of one back-end.  Equality and hash by ``(backend, index)``."""
 
     __slots__ = ("backend", "index", "name", "total_memory", "kinds", "impl", "info",
-                 "memory", "gate", "_ok_dtypes", "_accepts", "_str")
+                 "memory", "gate", "_accepts", "_str")
 
     def __init__(self, backend: str, index: int, impl: Backend) -> None:
         from .pool import MemoryManager
@@ -55,8 +55,8 @@ class Device:
         self.name = info.name
         self.total_memory = info.total_memory
         self.kinds = tuple(info.kinds)
-        self._ok_dtypes: set[np.dtype] = set()
-        # dtype arguments (np.float32, "f4", dtype objects) already checked for this device
+        # dtype arguments (np.float32, "f4", dtype objects) already checked for this device,
+        # and the checked dtypes themselves
         self._accepts: dict[object, np.dtype] = {}
         self._str = f"{backend}:{index}"
         self.memory = MemoryManager(self)
@@ -111,7 +111,7 @@ class Device:
 
     def require(self, dt: np.dtype) -> None:
         """Raise ``UnsupportedDTypeError`` when the device lacks a type ``dt`` uses."""
-        if dt in self._ok_dtypes:
+        if dt in self._accepts:
             return
         missing = device_lacks(dt, self.info.float64, self.info.float16)
         if missing is not None:
@@ -119,7 +119,7 @@ class Device:
                 f"device {self._str} ({self.name}) does not support {missing} "
                 f"(needed by dtype {dt}); use float32 instead"
             )
-        self._ok_dtypes.add(dt)
+        self._accepts[dt] = dt
 
 
 def _load() -> dict[str, Backend]:

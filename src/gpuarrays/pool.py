@@ -80,7 +80,7 @@ class MemoryManager:
         # Blocks that left the books at a reset without being freed (free counts exclude them).
         self.dropped_count = self.dropped_bytes = 0
         self.oom_retries = self.backend_allocs = self.backend_frees = 0
-        self.cache_hits = itertools.count()
+        self.cache_hits = itertools.count()  # caches call next() on it: atomic, lock-free
         self.oom_last_step: str | None = None
         self._in_report = False
         env = os.environ.get("GPUARRAYS_MEMORY_LIMIT")
@@ -406,12 +406,6 @@ class MemoryManager:
         with self.lock:
             self._apply_pending_locked()
             self.peak = self.used
-
-    def record_hit(self) -> None:
-        """Count a cache hit on this device (lock-free: ``next`` on a counter is atomic)."""
-        next(self.cache_hits)
-        for rec in state.recorders:
-            rec.cache_hits += 1
 
 
 def timed(fn: Callable, *args):
