@@ -7,7 +7,10 @@ used_bytes and the producer objects' own lifetimes (weak references).
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import subprocess
+import sys
 import threading
 import weakref
 
@@ -52,10 +55,24 @@ def capsule_name(capsule) -> str:
     return repr(capsule).split('"')[1]
 
 
+def _capi(name: str, restype, *argtypes):
+    """A private prototype of a C-API function (``pythonapi``'s shared ones may be altered)."""
+    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
+
+
+capsule_get_pointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object,
+                            ctypes.c_char_p)
+capsule_set_name = _capi("PyCapsule_SetName", ctypes.c_int, ctypes.py_object, ctypes.c_char_p)
+capsule_new = _capi("PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                    ctypes.c_void_p)
+# Names given to capsules by these tests must outlive the capsules: module-level bytes.
+USED_NAMES = {b"dltensor": b"used_dltensor", b"dltensor_versioned": b"used_dltensor_versioned"}
+
+
 def managed_of(capsule):
     """The DLManagedTensor[Versioned] struct of an unconsumed capsule (for inspection)."""
     name = capsule_name(capsule)
-    ptr = dlpack._capsule_get_pointer(capsule, name.encode())
+    ptr = capsule_get_pointer(capsule, name.encode())
     kind = dlpack.DLManagedTensorVersioned if name.endswith("versioned") else dlpack.DLManagedTensor
     return kind.from_address(ptr)
 
@@ -245,6 +262,201 @@ def test_numpy_refuses_a_used_capsule():
     assert a.storage.refcount == 1
 
 
+# ------------------------------------------------------------------------ deleters (C)
+DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)  # called without the GIL
+
+
+def deleter_of(capsule):
+    """(address of the managed tensor, its deleter as a ctypes function) of a fresh capsule."""
+    m = managed_of(capsule)
+    return ctypes.addressof(m), DELETER(m.deleter)
+
+
+def consume(capsule):
+    """Take a capsule as a C consumer would (rename it); the caller now owns the deleter."""
+    name = capsule_name(capsule).encode()
+    ptr, deleter = deleter_of(capsule)
+    assert capsule_set_name(capsule, USED_NAMES[name]) == 0
+    return ptr, deleter
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 0)])
+def test_deleter_called_without_the_gil_from_another_thread(device, used, max_version):
+    baseline = used()
+    a = ga.ones(100, device=device)
+    capsule = a[10:].__dlpack__(max_version=max_version)
+    ptr, deleter = consume(capsule)
+    del capsule  # consumed: its destructor leaves the handle to the deleter
+    assert a.storage.refcount == 2
+    a.free()
+    t = threading.Thread(target=deleter, args=(ptr,))  # ctypes releases the GIL for the call
+    t.start()
+    t.join()
+    assert used() == baseline
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 0)])
+def test_deleter_called_twice_before_the_capsule_dies(max_version):
+    """torch.from_dlpack's refusal path: deleter called, capsule left unconsumed, so the
+    destructor releases again -- exactly one handle goes, the block stays valid."""
+    a = ga.arange(6.0, device="cpu:0")
+    capsule = a.__dlpack__(max_version=max_version)
+    ptr, deleter = deleter_of(capsule)
+    assert a.storage.refcount == 2
+    deleter(ptr)
+    assert a.storage.refcount == 1
+    deleter(ptr)  # a second call while the capsule lives: harmless
+    assert a.storage.refcount == 1
+    del capsule
+    gc.collect()
+    assert a.storage.refcount == 1
+    np.testing.assert_array_equal(a.get(), np.arange(6.0))
+
+
+def test_capsule_refused_with_an_error_pending(capfd):
+    """NumPy refusing a capsule (a DLPack version it does not read) drops it with its
+    error set: the destructor releases the handle and prints nothing."""
+    a = ga.arange(4.0, device="cpu:0")
+    box = []
+
+    class Producer:
+        def __dlpack_device__(self):
+            return (dlpack.kDLCPU, 0)
+
+        def __dlpack__(self, **kwargs):
+            capsule = a.__dlpack__(max_version=(1, 0))
+            managed_of(capsule).version.major = 99
+            box.append(capsule)
+            return box.pop()
+
+    capfd.readouterr()
+    for _ in range(3):
+        with pytest.raises(BufferError):
+            np.from_dlpack(Producer())
+    assert a.storage.refcount == 1
+    out, err = capfd.readouterr()
+    assert "Exception ignored" not in out + err and "SystemError" not in out + err
+
+
+def test_capsule_dropped_unconsumed_in_every_flavour(device):
+    a = ga.arange(6.0, device=device)
+    ro = ga.broadcast_to(a, (2, 6))
+    capsules = [a.__dlpack__(), a.__dlpack__(max_version=(1, 0)),
+                ro.__dlpack__(max_version=(1, 0)), a[::2].__dlpack__(max_version=(1, 0)),
+                a.__dlpack__(max_version=(1, 0), copy=True)]
+    assert a.storage.refcount == 2 + 4  # the copy has storage of its own
+    capsules.clear()
+    assert a.storage.refcount == 2
+    del ro
+    assert a.storage.refcount == 1
+
+
+def _foreign_capsule(host: np.ndarray, calls: list, lanes: int = 1):
+    """A legacy capsule over ``host`` made the way a C producer would (no destructor):
+    its deleter appends to ``calls``."""
+    shape = (ctypes.c_int64 * host.ndim)(*host.shape)
+    strides = (ctypes.c_int64 * host.ndim)(*(s // host.itemsize for s in host.strides))
+    m = dlpack.DLManagedTensor()
+    t = m.dl_tensor
+    t.data = host.ctypes.data
+    t.device.device_type, t.device.device_id = dlpack.kDLCPU, 0
+    t.ndim = host.ndim
+    t.dtype.code, t.dtype.bits, t.dtype.lanes = dlpack.kDLFloat, 64, lanes
+    t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+    t.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
+    keep = (m, shape, strides, host)
+
+    @DELETER
+    def deleter(ptr):
+        calls.append(ptr)
+
+    m.deleter = ctypes.cast(deleter, ctypes.c_void_p).value
+    calls_keep.append((keep, deleter))
+    return capsule_new(ctypes.addressof(m), b"dltensor", None), ctypes.addressof(m)
+
+
+calls_keep: list = []  # the producers' structs and callbacks outlive the tests
+
+
+def test_import_owner_calls_the_producer_deleter_exactly_once():
+    host = np.arange(12.0).reshape(3, 4)
+    calls: list = []
+    capsule, ptr = _foreign_capsule(host, calls)
+    g = ga.from_dlpack(capsule)
+    assert capsule_name(capsule) == "used_dltensor"
+    assert g.data_ptr == address(host)
+    np.testing.assert_array_equal(g.get(), host)
+    view = g[1:]
+    g.free()
+    del capsule
+    gc.collect()
+    assert calls == []
+    view.free()
+    assert calls == [ptr]
+    gc.collect()
+    assert calls == [ptr]
+    # refused after taking it (two lanes): the deleter still runs, once
+    calls.clear()
+    capsule, ptr = _foreign_capsule(host, calls, lanes=2)
+    with pytest.raises(BufferError, match="lanes=2"):
+        ga.from_dlpack(capsule)
+    gc.collect()
+    assert calls == [ptr]
+
+
+def test_import_owner_release_is_idempotent():
+    calls: list = []
+    capsule, ptr = _foreign_capsule(np.ones(3), calls)
+    owner = dlpack._take(capsule).owner
+    assert owner.ptr == ptr
+    owner.release()
+    owner.release()
+    assert calls == [ptr] and owner.ptr == 0
+    del owner
+    gc.collect()
+    assert calls == [ptr]
+
+
+def test_import_owner_dropped_in_another_thread():
+    host = np.arange(100.0)
+    ref = weakref.ref(host)
+    box = [ga.from_dlpack(host)]
+    del host
+    t = threading.Thread(target=box.clear)
+    t.start()
+    t.join()
+    gc.collect()
+    assert ref() is None
+
+
+def test_torch_refusing_an_opencl_capsule_does_not_crash():
+    """torch.from_dlpack calls the deleter of a capsule it refuses and leaves the capsule
+    unconsumed; the capsule's destructor then runs the deleter again.  Ours is idempotent
+    while the capsule lives.  (In a subprocess: a regression would crash.)"""
+    if not [d for d in ga.devices() if d.backend == "opencl"]:
+        pytest.skip("no OpenCL device")
+    pytest.importorskip("torch")
+    code = """if True:
+        import gc, torch, gpuarrays as ga
+        d = [x for x in ga.devices() if x.backend == "opencl"][0]
+        a = ga.arange(5.0, device=d)
+        for _ in range(20):
+            for take in (torch.from_dlpack, lambda a: torch.utils.dlpack.from_dlpack(a.__dlpack__())):
+                try:
+                    take(a)
+                except RuntimeError:
+                    pass
+        gc.collect()
+        assert a.storage.refcount == 1, a.storage.refcount
+        print("ok")
+    """
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+    assert "Exception ignored" not in r.stderr
+
+
 # ------------------------------------------------------------------------ numpy consumer
 @pytest.mark.parametrize("kind", ["device", "host", "unified"])
 @pytest.mark.parametrize("layout", list(LAYOUTS))
@@ -328,17 +540,21 @@ def test_numpy_asks_for_a_host_copy(device):
     assert a.storage.refcount == 1
 
 
-def test_opencl_export_is_refused_by_numpy_and_released():
+def test_opencl_export_is_refused_by_numpy_and_released(capfd):
+    """NumPy drops the capsule with its error pending: released, nothing printed."""
     devs = [d for d in ga.devices() if d.backend == "opencl"]
     if not devs:
         pytest.skip("no OpenCL device")
     a = ga.arange(5.0, device=devs[0])
     assert a.__dlpack_device__() == (dlpack.kDLOpenCL, devs[0].index)
+    capfd.readouterr()
     with pytest.raises((BufferError, RuntimeError), match="device"):
         np.from_dlpack(a)
     assert a.storage.refcount == 1
     np.testing.assert_array_equal(np.from_dlpack(a, device="cpu"), np.arange(5.0))
     assert a.storage.refcount == 1
+    out, err = capfd.readouterr()
+    assert "Exception ignored" not in out + err and "SystemError" not in out + err
 
 
 @settings(max_examples=40, deadline=None)

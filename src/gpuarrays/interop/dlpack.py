@@ -26,40 +26,47 @@ Producer (``a.__dlpack__`` / ``a.__dlpack_device__``)
   ``storage.refcount``) until the consumer's deleter runs -- or, when nobody
   consumed it, until the capsule is destroyed -- exactly once, from any thread.
 
-  The capsule, its destructor and the ``DLManagedTensor`` deleter are NumPy's
-  C implementation, built over a NumPy array that describes our memory
-  without touching it (for non-host devices the device fields are then set
-  in the struct).  The handle hangs off that NumPy array.  This is deliberate:
-  a capsule destructor or deleter written as a ``ctypes`` callback cannot work
-  when a consumer drops the capsule while an exception is being raised (NumPy
-  refusing an OpenCL tensor does exactly that, as does any frame unwinding
-  over a consumed tensor): a ctypes callback invoked with an exception set
-  fails on its first call (``SystemError: ... returned a result with an
-  exception set``), prints "Exception ignored", and cannot restore the
-  exception it found.  NumPy's destructor and deleter are C; the only Python
-  they reach is ``GPUArray.__del__`` of our handle, and Python runs finalizers
-  with the pending exception saved and restored.
+  Capsule, destructor and deleter are C (``gpuarrays._dlpack``): the
+  ``DLManagedTensor[Versioned]`` is one ``malloc``'d block with its shape and
+  strides; ``manager_ctx`` holds a strong reference to the handle (a derived
+  GPUArray, or for a host copy the NumPy array).  The deleter takes the GIL
+  (``PyGILState_Ensure``), clears ``manager_ctx`` and drops the handle with any
+  pending exception saved and restored, and never raises -- so a consumer may
+  drop the capsule while an exception is being raised (NumPy refusing an
+  OpenCL tensor does) without "Exception ignored" or ``SystemError``, which a
+  ``ctypes`` callback could not do.  After the interpreter is gone it leaks.
+  The block is shared by the capsule and the consumer and freed when both let
+  go; the capsule's destructor runs the deleter itself only when the capsule
+  was not consumed (still named ``dltensor[_versioned]``).
 
-Known PyTorch (2.13) bugs, with any producer (NumPy's own capsules too):
-``torch.from_dlpack`` of a capsule it refuses -- every OpenCL array -- calls the
-capsule's deleter but leaves it unconsumed, so the capsule's destructor calls
-the deleter again on freed memory and the process may crash; and it aborts
-the process on negative strides.  An exactly-once deleter in front of NumPy's
-would need a ctypes callback, which breaks NumPy's refusal path (see above),
-so this is left to PyTorch: do not hand it OpenCL arrays or reversed views.
+Known PyTorch (2.13) bugs: ``torch.from_dlpack`` of a capsule it refuses --
+every OpenCL array -- calls the capsule's deleter but leaves it unconsumed, so
+the capsule's destructor calls the deleter again.  With NumPy's capsules that
+reads freed memory; ours survive it: the first call clears ``manager_ctx``, the
+second finds nothing to release, and the block is still valid because the
+capsule holds its share.  PyTorch also aborts the process on negative strides
+(any producer): do not hand it reversed views.
 
 Consumer (``ga.from_dlpack``)
 -----------------------------
 ``x.__dlpack__(max_version=(1, 0))`` (without arguments for producers that
-predate them), the capsule parsed with ``ctypes`` and renamed
-``"used_dltensor[_versioned]"``.  Memory on one of our devices is wrapped
+predate them); ``gpuarrays._dlpack.take`` checks the capsule's name, reads the
+struct (versioned or legacy), renames the capsule ``"used_dltensor[_versioned]"``
+and returns an owner object (C) that calls the producer's deleter exactly once
+when it dies (GIL held, pending exception saved and restored; skipped once
+interpreter shutdown started).  Memory on one of our devices is wrapped
 without a copy (``kDLCPU`` as ``"host"`` memory on ``cpu:0``; ``kDLOpenCL`` /
-CUDA memory when that device's back-end knows the address), with an owner
-object that calls the producer's deleter when the last handle on the wrapped
-storage goes.  Read-only producers give read-only arrays.  A copy is made when
-asked (``copy=True``), when ``device=`` names another device, or when the
-memory is on a device we do not have (the producer is then asked for a host
-copy); ``copy=False`` raises ``ValueError`` when a copy is needed.
+CUDA memory when that device's back-end knows the address); the owner hangs
+off the wrapped storage and dies with its last handle.  ``kDLCPU`` memory is
+wrapped directly (``Storage`` + ``wrap_storage``), without the cpu back-end's
+tracking-only host registration that ``unsafe_wrap`` does; other memory goes
+through ``unsafe_wrap``.  Read-only producers give read-only arrays.  A copy is
+made when asked (``copy=True``), when ``device=`` names another device, or
+when the memory is on a device we do not have (the producer is then asked for
+a host copy); ``copy=False`` raises ``ValueError`` when a copy is needed.
+
+The common call -- a host producer, no ``device``/``copy`` -- takes a short
+path with the same checks.
 """
 
 from __future__ import annotations
@@ -68,10 +75,18 @@ import ctypes
 
 import numpy as np
 
-from .._raw import c_strides, ndarray_at
 from .._state import state
-from ..array import GPUArray
+from ..array import GPUArray, wrap_storage
 from ..devices import devices, get_device
+from ..storage import Storage
+from ..wrap import WrapHome
+
+try:
+    from .. import _dlpack as _c
+except ImportError as e:  # pragma: no cover - a source checkout that was never built
+    raise ImportError(
+        f"gpuarrays.interop.dlpack needs the compiled extension gpuarrays._dlpack ({e}); "
+        f"build it with `pip install -e .` (or `python setup.py build_ext --inplace`)") from e
 
 __all__ = [
     "export", "device_of", "from_dlpack",
@@ -109,8 +124,11 @@ FLAG_READ_ONLY = 1 << 0
 FLAG_IS_COPIED = 1 << 1
 
 VERSION = (1, 0)  # the DLPack ABI version this module speaks
+_CPU0 = (kDLCPU, 0)
 
 
+# The DLPack structs as ctypes types, for inspecting capsules (tests, debugging); the
+# capsules themselves are built and parsed by gpuarrays._dlpack.
 class DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
@@ -153,31 +171,32 @@ class DLManagedTensorVersioned(ctypes.Structure):
     ]
 
 
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-_NAME = b"dltensor"
-_NAME_V = b"dltensor_versioned"
-# The names a consumer gives a capsule it took.  ``PyCapsule_SetName`` keeps the
-# pointer, so these live as long as the process: a bytes object that is never freed.
-_USED = b"used_dltensor"
-_USED_V = b"used_dltensor_versioned"
-
-
-def _capi(name: str, restype, *argtypes):
-    """A private prototype of a C-API function (``pythonapi``'s shared ones may be altered)."""
-    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
-
-
-_capsule_is_valid = _capi("PyCapsule_IsValid", ctypes.c_int, ctypes.py_object, ctypes.c_char_p)
-_capsule_get_pointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object,
-                             ctypes.c_char_p)
-_capsule_set_name = _capi("PyCapsule_SetName", ctypes.c_int, ctypes.py_object, ctypes.c_void_p)
-_py_incref = _capi("Py_IncRef", None, ctypes.py_object)
-_used_names = (ctypes.c_char_p(_USED), ctypes.c_char_p(_USED_V))
-_py_incref(_used_names)  # immortal: renamed capsules point into these bytes forever
-_USED_PTR = ctypes.cast(_used_names[0], ctypes.c_void_p).value
-_USED_V_PTR = ctypes.cast(_used_names[1], ctypes.c_void_p).value
-
+# dtype <-> DLDataType (one lane).  Export: {dtype: code | bits << 8}, every native-order
+# spelling of the supported types (np.dtype("l") and np.dtype("q") are both int64 here);
+# import: {(code, bits): dtype}.
+# dtype <-> DLDataType (one lane).  Export: {dtype: code | bits << 8}, every native-order
+# spelling of the supported types (np.dtype("l") and np.dtype("q") are both int64 here);
+# import: {(code, bits): dtype}.
+_IMPORT_DTYPES = {
+    (kDLBool, 8): np.dtype(np.bool_),
+    (kDLInt, 8): np.dtype(np.int8), (kDLInt, 16): np.dtype(np.int16),
+    (kDLInt, 32): np.dtype(np.int32), (kDLInt, 64): np.dtype(np.int64),
+    (kDLUInt, 8): np.dtype(np.uint8), (kDLUInt, 16): np.dtype(np.uint16),
+    (kDLUInt, 32): np.dtype(np.uint32), (kDLUInt, 64): np.dtype(np.uint64),
+    (kDLFloat, 16): np.dtype(np.float16), (kDLFloat, 32): np.dtype(np.float32),
+    (kDLFloat, 64): np.dtype(np.float64),
+    (kDLComplex, 64): np.dtype(np.complex64), (kDLComplex, 128): np.dtype(np.complex128),
+}
+_CODE_OF_KIND = {"b": kDLBool, "i": kDLInt, "u": kDLUInt, "f": kDLFloat, "c": kDLComplex}
+_EXPORT_CODES = {}
+for _ch in "?bhilqpBHILQPefdFD":
+    _dt = np.dtype(_ch)
+    if (_CODE_OF_KIND[_dt.kind], _dt.itemsize * 8) in _IMPORT_DTYPES:
+        _EXPORT_CODES[_dt] = _CODE_OF_KIND[_dt.kind] | (_dt.itemsize * 8) << 8
+del _ch, _dt
+_c.setup(state, _EXPORT_CODES, _IMPORT_DTYPES)
+_capsule = _c.capsule
+_take_c = _c.take
 
 
 # ------------------------------------------------------------------------- devices
@@ -274,34 +293,19 @@ def _sync(a: GPUArray, own: tuple[int, int], stream) -> None:
         dev.impl.synchronize(dev.index)
 
 
-def _capsule_over(host: np.ndarray, versioned: bool, device: tuple[int, int] | None,
-                  copied: bool):
-    """NumPy's capsule over ``host``; device fields and IS_COPIED set afterwards."""
-    capsule = host.__dlpack__(max_version=VERSION if versioned else None)
-    if device is None and not copied:
-        return capsule
-    if versioned:
-        managed = DLManagedTensorVersioned.from_address(_capsule_get_pointer(capsule, _NAME_V))
-        if copied:
-            managed.flags |= FLAG_IS_COPIED
-    else:
-        managed = DLManagedTensor.from_address(_capsule_get_pointer(capsule, _NAME))
-    if device is not None:
-        managed.dl_tensor.device.device_type = device[0]
-        managed.dl_tensor.device.device_id = device[1]
-    return capsule
+def _capsule_of(a: GPUArray, versioned: bool, device: tuple[int, int], copied: bool):
+    """A capsule over ``a`` owning a new handle on its storage (released by the deleter)."""
+    handle = a._derive(a._shape, a._strides, a._offset, a._dtype, a._writeable, a._contig)
+    flags = (FLAG_IS_COPIED if copied else 0) | (0 if a._writeable else FLAG_READ_ONLY)
+    return _capsule(handle, handle._storage.ptr + a._offset, a._shape, a._strides, a._dtype,
+                    versioned, flags, device[0], device[1])
 
 
-def _describe(a: GPUArray) -> np.ndarray:
-    """A NumPy array describing ``a``'s memory (never read by NumPy), owning a new handle.
-
-    The handle (a derived GPUArray) is released when the NumPy array -- and so
-    the capsule built over it -- is gone.
-    """
-    handle = a.view()  # raises FreedArrayError on a freed array
-    st = handle._storage
-    return ndarray_at(st.ptr + handle._offset, handle._shape, handle._strides, handle._dtype,
-                      readonly=not handle._writeable, owner=handle)
+def _capsule_of_host(host: np.ndarray, versioned: bool):
+    """A capsule over a fresh host copy (the NumPy array is the handle)."""
+    ptr = host.__array_interface__["data"][0]
+    return _capsule(host, ptr, host.shape, host.strides, host.dtype, versioned,
+                    FLAG_IS_COPIED, kDLCPU, 0)
 
 
 def export(a: GPUArray, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -315,14 +319,20 @@ def export(a: GPUArray, *, stream=None, max_version=None, dl_device=None, copy=N
     st = a._storage
     if (stream is None and dl_device is None and not copy and type(max_version) is tuple
             and len(max_version) == 2 and type(max_version[0]) is int
-            and st.device.backend == "cpu" and (a._writeable or max_version[0] >= 1)):
+            and st.device.backend == "cpu"):
         # Hot path: what numpy.from_dlpack / torch.from_dlpack ask of a cpu array.
-        if a._freed or st._reason is not None or not st._epoch.live:
-            raise a._freed_error()
-        handle = a._derive(a._shape, a._strides, a._offset, a._dtype, a._writeable, a._contig)
-        return ndarray_at(st.ptr + a._offset, a._shape, a._strides, a._dtype,
-                          readonly=not a._writeable, owner=handle).__dlpack__(
-            max_version=VERSION if max_version[0] >= 1 else None)
+        versioned = max_version[0] >= 1
+        if a._writeable:
+            flags = 0
+        elif versioned:
+            flags = FLAG_READ_ONLY
+        else:
+            flags = -1  # a read-only legacy capsule: refused below
+        if flags >= 0:
+            handle = a._derive(a._shape, a._strides, a._offset, a._dtype, a._writeable,
+                               a._contig)  # raises FreedArrayError on a freed array
+            return _capsule(handle, st.ptr + a._offset, a._shape, a._strides, a._dtype,
+                            versioned, flags, kDLCPU, 0)
     a._live()
     if copy not in (None, True, False):
         raise ValueError(f"copy must be None, True or False, got {copy!r}")
@@ -331,147 +341,94 @@ def export(a: GPUArray, *, stream=None, max_version=None, dl_device=None, copy=N
     want = _check_dl_device(dl_device)
     to_host = False
     if want is not None and want != own:
-        if want != (kDLCPU, 0):
+        if want != _CPU0:
             raise BufferError(f"cannot export an array on {a.device} ({_device_name(own)}) to "
                               f"DLPack device {_device_name(want)}; only {_device_name(own)} "
-                              f"or a host copy ({_device_name((kDLCPU, 0))}) is possible")
+                              f"or a host copy ({_device_name(_CPU0)}) is possible")
         if copy is False:
             raise BufferError(f"exporting an array on {a.device} to {_device_name(want)} needs "
                               f"a copy, and copy=False was passed")
         to_host = True
     _sync(a, own, stream)
     if to_host:
-        return _capsule_over(a.get(), versioned, None, True)
+        return _capsule_of_host(a.get(), versioned)
     if copy:
-        if own == (kDLCPU, 0):
-            fresh = a.copy()
-            try:
-                return _capsule_over(_describe(fresh), versioned, None, True)
-            finally:
-                fresh.free()
         fresh = a.copy()
         try:
-            fresh._storage.device.impl.synchronize(fresh._storage.device.index)
-            return _capsule_over(_describe(fresh), versioned, own, True)
+            if own != _CPU0:
+                fresh._storage.device.impl.synchronize(fresh._storage.device.index)
+            return _capsule_of(fresh, versioned, own, True)
         finally:
             fresh.free()
     if not a._writeable and not versioned:
         raise BufferError("cannot export a read-only array as a legacy DLPack capsule (it "
                           "cannot say read-only); the consumer must ask for a versioned one "
                           "(max_version >= (1, 0)), or pass copy=True")
-    return _capsule_over(_describe(a), versioned, None if own == (kDLCPU, 0) else own, False)
+    return _capsule_of(a, versioned, own, False)
 
 
 # ------------------------------------------------------------------------- consumer
-_DTYPES = {
-    (kDLBool, 8): np.dtype(np.bool_),
-    (kDLInt, 8): np.dtype(np.int8), (kDLInt, 16): np.dtype(np.int16),
-    (kDLInt, 32): np.dtype(np.int32), (kDLInt, 64): np.dtype(np.int64),
-    (kDLUInt, 8): np.dtype(np.uint8), (kDLUInt, 16): np.dtype(np.uint16),
-    (kDLUInt, 32): np.dtype(np.uint32), (kDLUInt, 64): np.dtype(np.uint64),
-    (kDLFloat, 16): np.dtype(np.float16), (kDLFloat, 32): np.dtype(np.float32),
-    (kDLFloat, 64): np.dtype(np.float64),
-    (kDLComplex, 64): np.dtype(np.complex64), (kDLComplex, 128): np.dtype(np.complex128),
-}
-
-
-class _Imported:
-    """Owner of a consumed capsule: calls the producer's deleter when it dies.
-
-    Kept alive by the wrapped storage (``owner``); dies when the last handle
-    on that storage goes.  Never raises; after interpreter shutdown starts it
-    leaks instead of calling into the producer.
-    """
-
-    __slots__ = ("ptr", "_call")
-
-    def __init__(self, ptr: int, deleter: int | None) -> None:
-        self.ptr = ptr
-        self._call = _DELETER(deleter) if deleter else None
-
-    def release(self) -> None:
-        call, self._call = self._call, None
-        if call is not None and not state.shutting_down:
-            call(self.ptr)
-
-    def __del__(self) -> None:
-        try:
-            self.release()
-        except BaseException:  # a finalizer never raises (and may run at exit)
-            pass
-
-
 class _Parsed:
-    __slots__ = ("owner", "device", "ptr", "shape", "strides", "dtype", "readonly", "versioned")
+    """A consumed capsule: ``owner`` (calls the producer's deleter when it dies), the
+    layout (``ptr`` of element 0, byte ``strides``, ``[lo, lo + nbytes)`` touched), the
+    DLPack ``device`` and ``writeable`` (False when the producer flagged it read-only)."""
 
+    __slots__ = ("owner", "dtype", "ptr", "shape", "strides", "lo", "nbytes", "writeable",
+                 "device")
 
-def _is_capsule(x) -> bool:
-    return type(x).__name__ == "PyCapsule"
+    def __init__(self, t: tuple) -> None:
+        (self.owner, self.dtype, self.ptr, self.shape, self.strides, self.lo, self.nbytes,
+         self.writeable, dev_type, dev_id) = t
+        self.device = (dev_type, dev_id)
 
 
 def _take(capsule) -> _Parsed:
     """Parse and consume a DLPack capsule (renamed ``used_...``; we own the deleter now)."""
-    if _capsule_is_valid(capsule, _NAME_V):
-        versioned = True
-        ptr = _capsule_get_pointer(capsule, _NAME_V)
-        managed = DLManagedTensorVersioned.from_address(ptr)
-    elif _capsule_is_valid(capsule, _NAME):
-        versioned = False
-        ptr = _capsule_get_pointer(capsule, _NAME)
-        managed = DLManagedTensor.from_address(ptr)
-    elif _capsule_is_valid(capsule, _USED_V) or _capsule_is_valid(capsule, _USED):
-        raise BufferError("this DLPack capsule was already consumed; a capsule can be "
-                          "imported only once (call __dlpack__ again for a new one)")
-    else:
-        raise TypeError("expected a DLPack capsule named 'dltensor' or 'dltensor_versioned'")
-    _capsule_set_name(capsule, _USED_V_PTR if versioned else _USED_PTR)
-    owner = _Imported(ptr, managed.deleter)  # from here on the deleter runs exactly once
-    if versioned and managed.version.major != VERSION[0]:
-        raise BufferError(f"the producer returned a DLPack {managed.version.major}."
-                          f"{managed.version.minor} capsule; gpuarrays reads DLPack "
-                          f"{VERSION[0]}.x")
-    t = managed.dl_tensor
-    p = _Parsed()
-    p.owner = owner
-    p.versioned = versioned
-    p.readonly = bool(versioned and managed.flags & FLAG_READ_ONLY)
-    p.device = (int(t.device.device_type), int(t.device.device_id))
-    code, bits, lanes = int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes)
-    dt = _DTYPES.get((code, bits))
-    if dt is None or lanes != 1:
-        raise BufferError(f"DLPack data type (code={code}, bits={bits}, lanes={lanes}) has no "
-                          f"GPUArray equivalent; supported: bool, int/uint 8-64, float 16-64, "
-                          f"complex 64/128 with one lane")
-    p.dtype = dt
-    ndim = int(t.ndim)
-    if ndim < 0:
-        raise BufferError(f"DLPack tensor with a negative ndim ({ndim})")
-    shape = tuple(int(t.shape[i]) for i in range(ndim)) if ndim else ()
-    if any(n < 0 for n in shape):
-        raise BufferError(f"DLPack tensor with a negative extent: shape {shape}")
-    itemsize = dt.itemsize
-    if ndim and t.strides:
-        strides = tuple(int(t.strides[i]) * itemsize for i in range(ndim))
-    else:
-        strides = c_strides(shape, itemsize)
-    p.shape = shape
-    p.strides = strides
-    p.ptr = (t.data or 0) + int(t.byte_offset)
-    return p
+    return _Parsed(_take_c(capsule))
+
+
+# Home of imported host memory: no pin, nothing to free; drops the owner (so the
+# producer's deleter runs) when the last handle goes.
+_HOME = WrapHome(None, None)
+_CPU_DEV = None  # cpu:0, looked up on first use
+
+
+def _cpu0():
+    global _CPU_DEV
+    _CPU_DEV = get_device("cpu:0")
+    return _CPU_DEV
+
+
+def _wrap_host(owner, dt, ptr, shape, strides, lo, nbytes, writeable, dev) -> GPUArray:
+    """Zero-copy GPUArray over ``kDLCPU`` memory on ``dev`` (cpu:0), owning the capsule.
+
+    What ``unsafe_wrap(..., kind="host", owner=owner)`` does, minus the cpu back-end's
+    host registration, which only tracks ranges (kDLCPU memory is only ever wrapped
+    for cpu:0) and costs more than the rest of the import.
+    """
+    if dt not in dev._accepts:
+        dev.require(dt)
+    if ptr == 0 and nbytes:
+        raise BufferError(f"cannot import DLPack memory on {_device_name(_CPU0)} without a "
+                          f"copy: a NULL data pointer with a non-zero size ({nbytes} bytes "
+                          f"for shape {shape})")
+    return wrap_storage(Storage(ptr + lo, nbytes, dev, "host", _HOME, dev.memory.epoch, 0,
+                                False, owner), shape, strides, dt, -lo, writeable)
 
 
 def _wrap(p: _Parsed, dev) -> GPUArray:
     """Zero-copy GPUArray over the parsed tensor on ``dev``, owning the capsule."""
+    if p.device[0] == kDLCPU:
+        return _wrap_host(p.owner, p.dtype, p.ptr, p.shape, p.strides, p.lo, p.nbytes,
+                          p.writeable, dev)
     from ..wrap import unsafe_wrap
 
-    kind = "host" if p.device[0] == kDLCPU else None
     try:
-        a = unsafe_wrap(p.ptr, p.shape, p.dtype, strides=p.strides, device=dev, kind=kind,
-                        owner=p.owner)
+        a = unsafe_wrap(p.ptr, p.shape, p.dtype, strides=p.strides, device=dev, owner=p.owner)
     except ValueError as e:
         raise BufferError(f"cannot import DLPack memory at 0x{p.ptr:x} on "
                           f"{_device_name(p.device)} without a copy: {e}") from e
-    if p.readonly:
+    if not p.writeable:
         ro = a._derive(a._shape, a._strides, a._offset, a._dtype, False, a._contig)
         a.free()
         return ro
@@ -521,6 +478,41 @@ def from_dlpack(x, *, device=None, copy=None) -> GPUArray:
     ``copy=True`` always copies; ``copy=False`` raises ``ValueError`` when a
     copy is needed.  Read-only producers give read-only arrays.
     """
+    if device is None and copy is None and type(x) is not GPUArray:
+        # Hot path: host memory (a NumPy array, a CPU tensor) imported as it is.
+        try:
+            src = x.__dlpack_device__()
+        except AttributeError:
+            src = None  # not a producer, or a raw capsule
+        if type(src) is tuple and src == _CPU0:
+            try:
+                capsule = x.__dlpack__(max_version=VERSION)
+            except TypeError:
+                capsule = x.__dlpack__()  # a producer from before max_version
+            except AttributeError:
+                return _from_dlpack(x, device, copy)  # says what is missing
+            t = _take_c(capsule)
+            if t[8] == kDLCPU:
+                owner, dt, ptr, shape, strides, lo, nbytes, writeable, _, _ = t
+                dev = _CPU_DEV or _cpu0()
+                if ptr and dt in dev._accepts:
+                    return wrap_storage(Storage(ptr + lo, nbytes, dev, "host", _HOME,
+                                                dev.memory.epoch, 0, False, owner),
+                                        shape, strides, dt, -lo, writeable)
+                return _wrap_host(owner, dt, ptr, shape, strides, lo, nbytes, writeable, dev)
+            return _checked_import(x, src, _Parsed(t), None, None)
+    return _from_dlpack(x, device, copy)
+
+
+def _checked_import(x, src, p: _Parsed, target, copy) -> GPUArray:
+    got = _our_device(p.device)
+    if got is None:
+        raise BufferError(f"{type(x).__name__}.__dlpack_device__() said {_device_name(src)} "
+                          f"but its capsule is on {_device_name(p.device)}")
+    return _place(_wrap(p, got), target, copy)
+
+
+def _from_dlpack(x, device, copy) -> GPUArray:
     if copy not in (None, True, False):
         raise ValueError(f"copy must be None, True or False, got {copy!r}")
     target = None if device is None else get_device(device)
@@ -548,7 +540,7 @@ def from_dlpack(x, *, device=None, copy=None) -> GPUArray:
                              f"{_device_name(src)}, which gpuarrays has no device for; only a "
                              f"copy is possible")
         try:
-            capsule = x.__dlpack__(max_version=VERSION, dl_device=(kDLCPU, 0), copy=copy)
+            capsule = x.__dlpack__(max_version=VERSION, dl_device=_CPU0, copy=copy)
         except (TypeError, BufferError, NotImplementedError, ValueError) as e:
             raise BufferError(f"cannot import memory on DLPack device {_device_name(src)}: "
                               f"gpuarrays has no such device and the producer "
@@ -566,9 +558,8 @@ def from_dlpack(x, *, device=None, copy=None) -> GPUArray:
         hook = getattr(home.impl, "dlpack_stream", None)  # the stream we consume on
         stream = hook(home.index) if hook is not None else None
     capsule = _call_dlpack(x, stream=stream) if stream is not None else _call_dlpack(x)
-    p = _take(capsule)
-    got = _our_device(p.device)
-    if got is None:
-        raise BufferError(f"{type(x).__name__}.__dlpack_device__() said {_device_name(src)} "
-                          f"but its capsule is on {_device_name(p.device)}")
-    return _place(_wrap(p, got), target, copy)
+    return _checked_import(x, src, _take(capsule), target, copy)
+
+
+def _is_capsule(x) -> bool:
+    return type(x).__name__ == "PyCapsule"
