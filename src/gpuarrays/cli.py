@@ -10,13 +10,16 @@ __all__ = ["main"]
 
 def _info(args: argparse.Namespace) -> int:
     import gpuarrays as ga
-    from gpuarrays.devices import default_device, unavailable_backends
+    from gpuarrays.devices import _load, default_device, unavailable_backends
     from gpuarrays.sizes import format_bytes
 
     print(f"gpuarrays {ga.__version__}")
     print(f"back-ends: {', '.join(ga.backends())}")
     for name, why in unavailable_backends().items():
         print(f"  {name}: unavailable ({why})")
+    for name, impl in _load().items():
+        for dev, why in getattr(impl, "left_out", {}).items():
+            print(f"  {name}: left out {dev} ({why})")
     import os
 
     from gpuarrays.pool import GRANULARITY

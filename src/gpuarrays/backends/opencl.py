@@ -281,6 +281,8 @@ class OpenCLBackend(_kernels.DeviceOps):
         self._starts: list[int] = []  # sorted allocation addresses
         self._allocs: dict[int, tuple[int, str, int]] = {}  # ptr -> (nbytes, kind, device)
         self._allocated = [0] * len(devices)  # bytes allocated per device
+        # Devices found but left out by load(): "name (platform)" -> why (a compiler problem).
+        self.left_out: dict[str, str] = {}
         if not _CODE_NAMES:
             for attr in dir(cl_module.status_code):
                 value = getattr(cl_module.status_code, attr)
@@ -674,6 +676,24 @@ def _all_devices(cl) -> list:
     return devices
 
 
+_PROBE = "__kernel void probe(__global int *out) { out[0] = (int)get_global_id(0); }"
+
+
+def _compiler_problem(cl, dev) -> str | None:
+    """None when the device's compiler builds a trivial kernel, else why not.
+
+    PoCL's pip wheels (LLVM 14) name CPUs newer than their LLVM "generic" and
+    then fail every build ("unknown target CPU 'generic'", e.g. AMD Zen 5):
+    such a device can allocate but never run a kernel, so it is left out.
+    """
+    try:
+        cl.Program(cl.Context([dev]), _PROBE).build()
+    except cl.Error as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if "error" in line.lower()]
+        return lines[-1] if lines else str(exc).strip()
+    return None
+
+
 def load() -> OpenCLBackend:
     """The opencl back-end, or :class:`BackendUnavailable` with the reason."""
     try:
@@ -688,4 +708,19 @@ def load() -> OpenCLBackend:
         ) from exc
     if not devices:
         raise BackendUnavailable(f"no OpenCL device found; install a driver, e.g. {_INSTALL_HINT}")
-    return OpenCLBackend(cl, _opencl_library(cl), devices)
+    problems = {}
+    for dev in devices:
+        problem = _compiler_problem(cl, dev)
+        if problem is not None:
+            problems[f"{dev.name.strip()} ({dev.platform.version.strip()})"] = problem
+    usable = [dev for dev in devices
+              if f"{dev.name.strip()} ({dev.platform.version.strip()})" not in problems]
+    if not usable:
+        found = "; ".join(f"{name}: {why}" for name, why in problems.items())
+        raise BackendUnavailable(
+            f"no OpenCL device can compile kernels ({found}); PoCL's compiler may not know "
+            f"this CPU: install the system's PoCL (Debian/Ubuntu: apt-get install "
+            f"pocl-opencl-icd), which pyopencl finds beside its own")
+    backend = OpenCLBackend(cl, _opencl_library(cl), usable)
+    backend.left_out = problems
+    return backend
