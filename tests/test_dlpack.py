@@ -615,6 +615,17 @@ def test_from_dlpack_numpy_keeps_the_producer_alive():
     assert ref() is None  # the producer's deleter ran when the last handle went
 
 
+def test_from_dlpack_host_memory_is_not_pinned():
+    """kDLCPU imports skip the cpu back-end's tracking-only host registration (decisions.md)."""
+    before = ga.wrap.pin_count("cpu:0")
+    host = np.arange(100.0)
+    g = ga.from_dlpack(host)
+    assert g.storage.ptr == address(host) and not g.storage.owned
+    assert ga.wrap.pin_count("cpu:0") == before
+    g.free()
+    assert ga.wrap.pin_count("cpu:0") == before
+
+
 def test_from_dlpack_numpy_writes_and_read_only():
     host = np.zeros(4)
     g = ga.from_dlpack(host)

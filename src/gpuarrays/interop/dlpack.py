@@ -65,8 +65,8 @@ made when asked (``copy=True``), when ``device=`` names another device, or
 when the memory is on a device we do not have (the producer is then asked for
 a host copy); ``copy=False`` raises ``ValueError`` when a copy is needed.
 
-The common call -- a host producer, no ``device``/``copy`` -- takes a short
-path with the same checks.
+The common call -- a host producer, ``device`` None or ``cpu:0``, ``copy`` None
+or False -- takes a short path with the same checks.
 """
 
 from __future__ import annotations
@@ -399,6 +399,10 @@ def _cpu0():
     return _CPU_DEV
 
 
+def _is_cpu0(device) -> bool:
+    return get_device(device) == (_CPU_DEV or _cpu0())
+
+
 def _wrap_host(owner, dt, ptr, shape, strides, lo, nbytes, writeable, dev) -> GPUArray:
     """Zero-copy GPUArray over ``kDLCPU`` memory on ``dev`` (cpu:0), owning the capsule.
 
@@ -478,7 +482,8 @@ def from_dlpack(x, *, device=None, copy=None) -> GPUArray:
     ``copy=True`` always copies; ``copy=False`` raises ``ValueError`` when a
     copy is needed.  Read-only producers give read-only arrays.
     """
-    if device is None and copy is None and type(x) is not GPUArray:
+    if ((copy is None or copy is False) and type(x) is not GPUArray
+            and (device is None or device is _CPU_DEV or _is_cpu0(device))):
         # Hot path: host memory (a NumPy array, a CPU tensor) imported as it is.
         try:
             src = x.__dlpack_device__()
