@@ -1,14 +1,22 @@
-"""Shared fixtures: every test that takes ``device`` runs on every available device."""
+"""Shared fixtures: every test that takes ``device`` runs on every available back-end.
+
+By default on the first device of each back-end (cpu:0, opencl:0, cuda:0): the
+other devices of a back-end run the same code.  ``GPUARRAYS_TEST_ALL_DEVICES=1``
+runs the suite on every device (several GPUs, or two OpenCL platforms such as
+pip's PoCL beside the system's).
+"""
 
 from __future__ import annotations
 
 import gc
+import os
 
 import pytest
 
 import gpuarrays as ga
 
-DEVICES = [str(d) for d in ga.devices()]
+DEVICES = [str(d) for d in ga.devices()
+           if d.index == 0 or os.environ.get("GPUARRAYS_TEST_ALL_DEVICES") == "1"]
 
 
 @pytest.fixture(params=DEVICES)

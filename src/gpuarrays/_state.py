@@ -1,18 +1,13 @@
-"""Process-wide switches read on hot paths (kept in one tiny module to avoid import cycles)."""
+"""Process-wide switches read on hot paths (kept in one tiny module to avoid import cycles).
+
+``state`` is the compiled core's one ``State`` object, so C reads it without a lookup:
+``shutting_down`` (set when interpreter shutdown starts: from then on nothing
+reaches the platform), ``recorders`` (the active ``record_allocations()``
+blocks) and ``history`` (the active ``history.History`` or None).
+"""
 
 from __future__ import annotations
 
+from ._core import state
 
-class _State:
-    __slots__ = ("shutting_down", "recorders", "history")
-
-    def __init__(self) -> None:
-        # Set when interpreter shutdown starts: from then on nothing reaches the platform.
-        self.shutting_down = False
-        # Active record_allocations() blocks (stats.Recorder objects).
-        self.recorders: list = []
-        # The active history recorder (history.History) or None.
-        self.history = None
-
-
-state = _State()
+__all__ = ["state"]

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 
 import numpy as np
 
-from . import transfer
+from . import _core, transfer
 from ._raw import c_strides, is_c_contiguous, is_f_contiguous
 from .alloc import new_storage
 from .backends.base import RawView
+from .cache import current_cache
 from .devices import get_device
 from .dtypes import normalize_dtype
 from .errors import GPUArraysWarning
@@ -27,7 +27,6 @@ from .storage import FREED_CACHE, FREED_FORCED, Storage
 
 __all__ = ["GPUArray", "new_array", "wrap_storage"]
 
-_new = object.__new__
 _NO_CONSTRUCTOR = ("GPUArray has no public constructor; create arrays with ga.empty, "
                    "ga.zeros, ga.ones, ga.full, ga.arange, ga.asarray or ga.unsafe_wrap")
 
@@ -54,32 +53,20 @@ class Flags:
                 f"  WRITEABLE : {self.writeable}")
 
 
-def _make(storage: Storage, shape: tuple, strides: tuple, offset: int, dtype: np.dtype,
-          writeable: bool = True, contiguous: bool | None = None) -> GPUArray:
-    """A new array object taking one handle on ``storage``."""
-    a = _new(GPUArray)
-    a._storage = storage
-    storage._handles.append(None)
-    a._shape = shape
-    a._strides = strides
-    a._offset = offset
-    a._dtype = dtype
-    a._writeable = writeable
-    a._contig = contiguous
-    a._freed = False
-    return a
+_make = _core.make
+"""``_make(storage, shape, strides, offset, dtype, writeable=True, contiguous=None)``: a new
+array object taking one handle on ``storage`` (compiled)."""
+
+new_array = _core.new_array
+"""``new_array(shape, dtype, device, kind)``: a C-contiguous, uninitialised array (shape and
+dtype already normalised).  Compiled: a warm-pool or cache hit never leaves C."""
 
 
-def new_array(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArray:
-    """A C-contiguous, uninitialised array (shape and dtype already normalised)."""
+def _new_array_slow(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArray:
+    """``new_array`` for sizes past 2**63 bytes (the allocation then fails, as it should)."""
     itemsize = dtype.itemsize
-    if len(shape) == 1:
-        nbytes = shape[0] * itemsize
-        strides = (itemsize,)
-    else:
-        nbytes = math.prod(shape) * itemsize
-        strides = c_strides(shape, itemsize)
-    return _make(new_storage(device, kind, nbytes), shape, strides, 0, dtype, True, True)
+    return _make(new_storage(device, kind, math.prod(shape) * itemsize), shape,
+                 c_strides(shape, itemsize), 0, dtype, True, True)
 
 
 def wrap_storage(storage: Storage, shape: tuple, strides: tuple, dtype: np.dtype,
@@ -97,7 +84,7 @@ def _is_basic(key: object) -> bool:
     return True
 
 
-class GPUArray:
+class GPUArray(_core.Array):
     """An array in device memory over a shared, reference-counted storage.
 
     Created by factories only (``ga.empty``, ``ga.asarray`` ...).  Every array
@@ -107,42 +94,15 @@ class GPUArray:
     ``FreedArrayError``; metadata keeps working.
     """
 
-    __slots__ = ("_storage", "_shape", "_strides", "_offset", "_dtype", "_writeable",
-                 "_contig", "_freed", "__weakref__")
+    # Fields (_storage, _shape, _strides, _offset, _dtype, _writeable, _contig, _freed),
+    # free() and the finalizer are compiled (_core.Array).
+    __slots__ = ()
     __array_priority__ = 100
 
     def __new__(cls, *args, **kwargs):
         raise TypeError(_NO_CONSTRUCTOR)
 
-    # lifetime -----------------------------------------------------------------
-    def __del__(self) -> None:
-        if not self._freed:
-            self._freed = True
-            try:
-                self._storage.decref()
-            except Exception as e:  # a finalizer never raises
-                try:
-                    warnings.warn(f"releasing a GPUArray failed: {e!r}", GPUArraysWarning,
-                                  stacklevel=1)
-                except Exception:
-                    pass
-
-    def free(self, force: bool = False) -> None:
-        """Release this array's handle now (idempotent).
-
-        ``force=True`` releases the memory itself: every array sharing the
-        storage becomes freed (``FreedArrayError`` on use).
-        """
-        storage = self._storage
-        if not self._freed:
-            self._freed = True  # set before the handle goes (GPUArrays.jl's lesson)
-            if not force:
-                storage.decref()
-                return
-            storage._handles.pop()
-        if force:
-            storage.release(FREED_FORCED)
-
+    # lifetime (free() and the finalizer are compiled) --------------------------------
     def __enter__(self) -> GPUArray:
         return self
 
@@ -603,3 +563,7 @@ def _restore(host: np.ndarray, spec: str, kind: str) -> GPUArray:
     a = new_array(normalize_shape(host.shape), host.dtype, dev, kind)
     transfer.assign(a, host)
     return a
+
+
+_core.configure(array_type=GPUArray, slow_new_array=_new_array_slow, slow_new_storage=new_storage,
+                cache_var=current_cache, warning=GPUArraysWarning)

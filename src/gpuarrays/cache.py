@@ -15,17 +15,17 @@ the cache alive; the cache tracks its busy storages to invalidate them in
 from __future__ import annotations
 
 import contextlib
-import threading
 import warnings
 import weakref
 from collections.abc import Iterator
 from contextvars import ContextVar
 
+from . import _core
 from ._state import state
 from .errors import CacheInUseError, GPUArraysWarning
 from .pool import ladder_hooks, usage_hooks
 from .sizes import format_bytes
-from .storage import FREED_CACHE, Storage, pooled_storage
+from .storage import FREED_CACHE
 
 __all__ = ["AllocCache", "cached", "uncached", "current_cache"]
 
@@ -33,7 +33,7 @@ current_cache: ContextVar[AllocCache | None] = ContextVar("gpuarrays_cache", def
 _caches: weakref.WeakSet[AllocCache] = weakref.WeakSet()
 
 
-class AllocCache:
+class AllocCache(_core.Cache):
     """A set of reusable buffers for loops; use it with ``ga.cached(cache)``.
 
     Statistics: ``nbytes`` (sum of the requested sizes of its buffers),
@@ -41,79 +41,33 @@ class AllocCache:
     ``CacheInUseError`` while a ``cached(cache)`` block is active anywhere.
     """
 
-    __slots__ = ("_lock", "_free", "_busy", "_returned", "_scopes", "hits", "misses",
-                 "__weakref__")
+    # The buffers (_lock, _free, _busy, _returned, _scopes, hits, misses) and the two hot
+    # paths -- storage(device, kind, nbytes), a hit or a new block from the pool, and
+    # release_storage(storage), which never waits for the lock -- are compiled
+    # (_core.Cache).  _free: (manager, kind, nbytes) -> [(ptr, block, epoch)];
+    # _busy: storage -> (key, (ptr, block, epoch)) for the storages served and not yet
+    # released, so that a release rebuilds nothing.
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        # (manager, kind, nbytes) -> [(ptr, block, epoch)]
-        self._free: dict[tuple, list[tuple]] = {}
-        self._busy: dict[Storage, None] = {}
-        self._returned: list[Storage] = []
-        self._scopes: list[None] = []  # one item per active cached(cache) block
-        self.hits = 0
-        self.misses = 0
         _caches.add(self)
 
-    # serving --------------------------------------------------------------------
-    def storage(self, device, kind: str, nbytes: int) -> Storage:
-        """A storage over a cached buffer (reused when one is free, else a new one)."""
-        mgr = device.memory
-        key = (mgr, kind, nbytes)
-        lock = self._lock
-        lock.acquire()
-        try:
-            if self._returned:
-                self._drain_locked()
-            buffers = self._free.get(key)
-            while buffers:
-                ptr, block, epoch = buffers.pop()
-                if epoch.live:
-                    self.hits += 1
-                    break
-            else:
-                ptr = 0
-                self.misses += 1
-        finally:
-            lock.release()
-        if ptr:
-            next(mgr.cache_hits)
-            if state.recorders:
-                for rec in state.recorders:
-                    rec.cache_hits += 1
-            if state.history is not None:
-                state.history.record("reuse", device, block, ptr, kind)
-        else:  # outside our lock: the ladder may come back to us
-            ptr, block, epoch = mgr.take_block(kind, nbytes)
-        st = pooled_storage(ptr, nbytes, device, kind, block, epoch, self)
-        self._busy[st] = None
-        return st
-
-    def release_storage(self, storage: Storage) -> None:
-        """Home protocol; may run in a finalizer, so it never waits for the lock."""
-        if self._lock.acquire(False):
-            try:
-                if self._busy.pop(storage, 0) is None and storage._epoch.live:
-                    key = (storage.device.memory, storage.kind, storage.nbytes)
-                    buffers = self._free.get(key)
-                    entry = (storage.ptr, storage.block, storage._epoch)
-                    if buffers is None:
-                        self._free[key] = [entry]
-                    else:
-                        buffers.append(entry)
-            finally:
-                self._lock.release()
-        else:
-            self._returned.append(storage)
+    def _note_reuse(self, device, kind: str, ptr: int, block: int) -> None:
+        """record_allocations and history bookkeeping of a hit (only while they are active)."""
+        for rec in state.recorders:
+            rec.cache_hits += 1
+        if state.history is not None:
+            state.history.record("reuse", device, block, ptr, kind)
 
     def _drain_locked(self) -> None:
         """Apply releases that arrived while the lock was busy."""
         returned = self._returned
         while returned:
             st = returned.pop()
-            if self._busy.pop(st, 0) is None and st._epoch.live:
-                key = (st.device.memory, st.kind, st.nbytes)
-                self._free.setdefault(key, []).append((st.ptr, st.block, st._epoch))
+            served = self._busy.pop(st, None)
+            if served is not None and st._epoch.live:
+                key, buffer = served
+                self._free.setdefault(key, []).append(buffer)
 
     # giving back --------------------------------------------------------------------
     def free(self) -> None:
@@ -155,8 +109,8 @@ class AllocCache:
 
     def __del__(self) -> None:
         try:
-            if state.shutting_down or not hasattr(self, "_returned"):
-                return  # exiting, or __init__ never ran (AllocCache(bad args))
+            if state.shutting_down:
+                return
             self._drain_locked()
             for mgr, kind, ptr, block, epoch in self._take_free_locked(None):
                 mgr.give_block(kind, ptr, block, epoch)

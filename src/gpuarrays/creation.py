@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import transfer
+from . import _core, transfer
 from .array import GPUArray, new_array
 from .devices import Device, _current, _default, get_device
 from .dtypes import normalize_dtype
@@ -17,27 +17,9 @@ __all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_l
 _float64 = np.dtype(np.float64)
 
 
-def empty(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArray:
-    """An uninitialised C-contiguous array.
-
-    ``shape``: int or tuple of non-negative ints; ``kind``: ``"device"``,
-    ``"host"`` or ``"unified"``.  Raises ``ValueError``/``TypeError`` for bad
-    shapes, kinds and devices, ``UnsupportedDTypeError`` for bad dtypes,
-    ``OutOfMemoryError`` when memory cannot be found.
-    """
-    if device is None:
-        dev = _current.get() or (_default[0] if _default else get_device(None))
-    else:
-        dev = device if type(device) is Device else get_device(device)
-    if type(shape) is int and shape >= 0:
-        shape = (shape,)
-    else:
-        shape = normalize_shape(shape)
-    try:
-        dt = dev._accepts[dtype]
-    except (KeyError, TypeError):
-        dt = dev.dtype_of(dtype)
-    return new_array(shape, dt, dev, kind)
+empty = _core.empty  # compiled: see its docstring (the allocation hot path)
+_core.configure(device_var=_current, default_devices=_default, get_device=get_device,
+                device_type=Device, normalize_shape=normalize_shape, float64=_float64)
 
 
 def full(shape, fill_value, dtype=None, *, device=None, kind: str = "device") -> GPUArray:

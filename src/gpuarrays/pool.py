@@ -19,18 +19,18 @@ when it is applied, so it can never reach memory handed out since.
 from __future__ import annotations
 
 import gc
-import itertools
 import os
 import threading
 import time
 import warnings
 from collections.abc import Callable
 
+from . import _core
 from ._state import state
 from .backends.base import BackendOutOfMemory
 from .errors import BackendError, GPUArraysWarning, OutOfMemoryError
 from .sizes import format_bytes, parse_size
-from .storage import Epoch, Storage, pooled_storage
+from .storage import Epoch
 
 __all__ = ["MemoryManager", "GRANULARITY", "round_size", "ladder_hooks", "usage_hooks"]
 
@@ -51,36 +51,38 @@ def round_size(nbytes: int) -> int:
     return (nbytes + GRANULARITY - 1) & _MASK
 
 
-class MemoryManager:
-    """Pools, counters, limit and epoch of one device.  Created by ``Device``."""
+class MemoryManager(_core.Pool):
+    """Pools, counters, limit and epoch of one device.  Created by ``Device``.
+
+    The compiled base (``_core.Pool``) holds ``lock``, ``pending``, ``free_lists``,
+    ``live``, ``epoch``, ``device`` and the counters ``used``, ``pool_bytes``,
+    ``peak``, ``alloc_count``, ``alloc_bytes``, ``cache_hits``, and runs the two
+    hot paths: ``new_storage`` (a warm-pool hit; anything else comes back to
+    :meth:`take_block`) and ``give_block`` / ``release_storage`` (every free).
+    """
 
     __slots__ = (
-        "device", "impl", "index", "lock", "pending", "free_lists", "live", "sites", "epoch",
-        "used", "pool_bytes", "reserved", "peak", "alloc_count", "alloc_bytes", "dropped_count",
-        "dropped_bytes", "cache_hits", "oom_retries", "oom_last_step", "backend_allocs",
-        "backend_frees", "limit", "_in_report", "platform_lock",
+        "impl", "index", "sites", "reserved", "dropped_count", "dropped_bytes", "oom_retries",
+        "oom_last_step", "backend_allocs", "backend_frees", "limit", "_in_report",
+        "platform_lock",
     )
 
     def __init__(self, device) -> None:
         self.device = device
         self.impl = device.impl
         self.index = device.index
-        self.lock = threading.Lock()
         # Held while blocks taken out of the books are freed through the platform (trim)
         # and while a reset ends the epoch and resets the platform: a reset can never
         # free what trim is freeing, or the reverse.  Never taken by finalizers.
         self.platform_lock = threading.RLock()
-        self.pending: list[tuple] = []
-        self.free_lists: dict[str, dict[int, list[int]]] = {k: {} for k in device.kinds}
-        self.live: dict[int, int] = {}  # ptr -> block size, for every block out of the pool
+        for kind in device.kinds:
+            self.free_lists[kind] = {}
         self.sites: dict[int, str | None] = {}  # ptr -> allocation site (while recording)
         self.epoch = Epoch(0)
-        self.used = self.pool_bytes = self.reserved = self.peak = 0
-        self.alloc_count = self.alloc_bytes = 0
+        self.reserved = 0
         # Blocks that left the books at a reset without being freed (free counts exclude them).
         self.dropped_count = self.dropped_bytes = 0
         self.oom_retries = self.backend_allocs = self.backend_frees = 0
-        self.cache_hits = itertools.count()  # caches call next() on it: atomic, lock-free
         self.oom_last_step: str | None = None
         self._in_report = False
         env = os.environ.get("GPUARRAYS_MEMORY_LIMIT")
@@ -90,38 +92,6 @@ class MemoryManager:
             raise ValueError(f"GPUARRAYS_MEMORY_LIMIT is not a valid size: {e}") from None
 
     # allocation -----------------------------------------------------------------
-    def new_storage(self, kind: str, nbytes: int) -> Storage:
-        """A fresh pooled storage of ``nbytes`` (its home is this manager).
-
-        The hot path of every allocation: a warm-pool hit is a dict lookup and
-        a list pop under the lock, then the storage object.
-        """
-        size = (nbytes + GRANULARITY - 1) & _MASK
-        free = self.free_lists.get(kind)
-        if free is None:
-            raise self._bad_kind(kind)
-        lock = self.lock
-        lock.acquire()
-        try:
-            if self.pending:
-                self._apply_pending_locked()
-            blocks = free.get(size)
-            if blocks:
-                ptr = blocks.pop()
-                self.pool_bytes -= size
-                self._count_taken_locked(ptr, size, kind)
-                epoch = self.epoch
-            else:
-                ptr = 0
-        finally:
-            lock.release()
-        if ptr:
-            if state.history is not None or state.recorders:
-                self._note_taken(ptr, size, kind)
-        else:
-            ptr, epoch = self._grow(kind, size)
-        return pooled_storage(ptr, nbytes, self.device, kind, size, epoch, self)
-
     def take_block(self, kind: str, nbytes: int) -> tuple[int, int, Epoch]:
         """Take a block of at least ``nbytes`` out of the pool: ``(ptr, block_size, epoch)``.
 
@@ -266,39 +236,6 @@ class MemoryManager:
                           f"{', '.join(repr(k) for k in KINDS)}")
 
     # release ----------------------------------------------------------------------
-    def release_storage(self, storage: Storage) -> None:
-        """Home protocol: the storage's last handle went (or a forced free)."""
-        self.give_block(storage.kind, storage.ptr, storage.block, storage._epoch)
-
-    def give_block(self, kind: str, ptr: int, size: int, epoch: Epoch) -> None:
-        """Return a block to the pool; never blocks (queues if the lock is busy).
-
-        Also the hot path of every free.
-        """
-        if epoch is not self.epoch or state.shutting_down:
-            return  # predates a reset (or the interpreter is exiting): never reuse or free
-        lock = self.lock
-        if lock.acquire(False):
-            try:
-                if epoch is not self.epoch:
-                    return  # a reset ran since the check above
-                if self.pending:
-                    self._apply_pending_locked()
-                blocks = self.free_lists[kind].get(size)
-                if blocks is None:
-                    self.free_lists[kind][size] = [ptr]
-                else:
-                    blocks.append(ptr)
-                self.used -= size
-                self.pool_bytes += size
-                del self.live[ptr]
-            finally:
-                lock.release()
-            if state.history is not None:
-                self._note_put(kind, ptr, size)
-        else:
-            self.pending.append((kind, ptr, size, epoch))
-
     def _put_locked(self, kind: str, ptr: int, size: int) -> None:
         free = self.free_lists[kind]
         blocks = free.get(size)
@@ -389,7 +326,7 @@ class MemoryManager:
                 "alloc_bytes": self.alloc_bytes,
                 "free_count": self.alloc_count - len(self.live) - self.dropped_count,
                 "free_bytes": self.alloc_bytes - self.used - self.dropped_bytes,
-                "cache_hits": self.cache_hits.__reduce__()[1][0],
+                "cache_hits": self.cache_hits,
                 "oom_retries": self.oom_retries,
                 "oom_last_step": self.oom_last_step,
                 "limit_bytes": self.limit,
