@@ -225,3 +225,41 @@ def test_core_configure_refuses_bad_values():
         _core.configure(nothing=1)
     with pytest.raises(TypeError, match="keyword arguments only"):
         _core.configure(1)
+
+
+# caches and orphans -------------------------------------------------------------------
+def test_cache_serves_several_devices_and_kinds(device):
+    """The cache remembers its last (device, kind): switching between them stays exact."""
+    cpu = ga.get_device("cpu:0")
+    cache = ga.AllocCache()
+    with ga.cached(cache):
+        for _ in range(3):
+            arrays = [ga.empty(100, device=device), ga.empty(100, device=cpu, kind="host"),
+                      ga.empty(100, device=device, kind="host"), ga.empty(50, device=device)]
+            assert len({a.storage.ptr for a in arrays}) == 4  # never aliased
+            del arrays
+    assert (cache.n_busy, cache.n_free, cache.misses, cache.hits) == (0, 4, 4, 8)
+    cache.free()
+    assert cache.n_free == 0
+
+
+def test_cache_bad_kind_leaves_it_unchanged(device):
+    cache = ga.AllocCache()
+    with ga.cached(cache), pytest.raises(ValueError, match="kind"):
+        ga.empty(8, device=device, kind="nope")
+    assert cache._free == {} and cache.n_busy == 0 and cache.n_free == 0
+
+
+@pytest.mark.parametrize("home", ["pool", "cache"])
+def test_storage_dropped_before_any_handle_gives_memory_back(device, used, home):
+    base = used()
+    cache = ga.AllocCache()
+    st = (device.memory.new_storage("device", 1000) if home == "pool"
+          else cache.storage(device, "device", 1000))
+    assert used() > base
+    del st
+    gc.collect()
+    if home == "cache":
+        assert cache.n_busy == 0 and cache.n_free == 1
+        cache.free()
+    assert used() == base

@@ -667,10 +667,7 @@ class ReliabilityMachine(RuleBasedStateMachine):
             busy = [sr for sr in self.srecs.values() if sr.cache is cache]
             if n_busy != len(busy):
                 raise Violation(f"{cache!r}: {n_busy} busy buffers, {len(busy)} live storages")
-            with cache._lock:
-                cache._drain_locked()
-                free = [(key, buf) for key, bufs in cache._free.items() for buf in bufs
-                        if buf[2].live]
+            free = cache._snapshot()[0]
             if len(free) != n_free:
                 raise Violation(f"{cache!r}: n_free {n_free} but {len(free)} free buffers")
             for (mgr, kind, nbytes), (ptr, block, _) in free:

@@ -38,8 +38,9 @@ static PyObject *g_device_type;       /* devices.Device */
 static PyObject *g_normalize_shape;   /* layout.normalize_shape */
 static PyObject *g_float64;           /* numpy.dtype("float64") */
 
+static PyTypeObject CacheType;
 static PyObject *s_local, *s_forced, *s_release_storage, *s_take_block, *s_note_taken,
-    *s_note_put, *s_apply_pending, *s_bad_kind, *s_memory, *s_itemsize, *s_drain,
+    *s_note_put, *s_apply_pending, *s_bad_kind, *s_memory, *s_itemsize,
     *s_note_reuse, *s_storage, *s_new_storage, *s_accepts, *s_dtype_of, *s_device;
 static PyObject *g_zero;
 
@@ -285,12 +286,17 @@ typedef struct {
     Py_ssize_t handles; /* live handles: arrays (and what they hand out) */
     char token;         /* 1 while the right to give the memory back is unclaimed */
     PyObject *weakreflist;
+    /* served by a cache: its buffer entry, the list it goes back to, its busy slot */
+    PyObject *served, *served_in;
+    Py_ssize_t busy_pos;
 } StorageObject;
 
 static PyTypeObject StorageType, PoolType, CacheType;
 static int pool_give_block(PyObject *mgr, PyObject *kind, PyObject *ptr, PyObject *size,
                            PyObject *epoch);
 static int cache_release(PyObject *cache, StorageObject *st);
+
+static void storage_unbusy(StorageObject *st);
 
 static StorageObject *storage_alloc(PyObject *ptr, PyObject *nbytes, PyObject *device,
                                     PyObject *kind, PyObject *block, PyObject *epoch,
@@ -348,6 +354,8 @@ static int Storage_traverse(StorageObject *self, visitproc visit, void *arg)
     Py_VISIT(self->owner);
     Py_VISIT(self->epoch);
     Py_VISIT(self->home);
+    Py_VISIT(self->served);
+    Py_VISIT(self->served_in);
     return 0;
 }
 
@@ -355,15 +363,20 @@ static int Storage_clear(StorageObject *self)
 {
     /* Only what can close a cycle; finalizers (which give memory back through
      * the home) have run before the collector clears anything. */
+    storage_unbusy(self);
     Py_CLEAR(self->owner);
     Py_CLEAR(self->home);
     return 0;
 }
 
+static void storage_return_orphan(StorageObject *self);
+
 static void Storage_dealloc(StorageObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    if (self->token && self->handles == 0 && self->home)
+        storage_return_orphan(self);
     if (self->weakreflist)
         PyObject_ClearWeakRefs((PyObject *)self);
     Storage_clear(self);
@@ -375,6 +388,8 @@ static void Storage_dealloc(StorageObject *self)
     Py_XDECREF(self->block);
     Py_XDECREF(self->epoch);
     Py_XDECREF(self->reason);
+    Py_XDECREF(self->served);
+    Py_XDECREF(self->served_in);
     type->tp_free((PyObject *)self);
 }
 
@@ -1001,16 +1016,64 @@ static PyTypeObject PoolType = {
 
 /* ---------------------------------------------------------------- Cache */
 
+/* Buffers: _free[(manager, kind)][nbytes] is a list of (ptr, block, epoch).  The
+ * inner dicts and lists are never removed once made (Python code only empties
+ * them), so a storage can keep the list its buffer goes back to (`served_in`)
+ * and the cache can remember the last (device, kind) -> inner dict it used:
+ * a hit and its release look nothing up by a built key.
+ *
+ * Busy storages (served, not yet released) are an array of borrowed pointers,
+ * each storage knowing its slot (`busy_pos`, 1-based, 0: not busy): adding and
+ * removing are O(1) without hashing.  A storage leaves the array when released,
+ * when cache.free() takes them all, or when it is deallocated. */
 typedef struct {
     PyObject_HEAD
     LockObject *lock;
-    PyObject *free;     /* (manager, kind, nbytes) -> [(ptr, block, epoch)] */
-    PyObject *busy;     /* storage -> None, every storage served and not yet released */
+    PyObject *free;     /* (manager, kind) -> {nbytes -> [(ptr, block, epoch)]} */
     PyObject *returned; /* storages released while the lock was busy */
     PyObject *scopes;   /* one item per active cached(cache) block */
+    StorageObject **busy;
+    Py_ssize_t nbusy, busy_cap;
+    PyObject *memo_device, *memo_kind, *memo_mgr, *memo_sub; /* the last (device, kind) */
     Py_ssize_t hits, misses;
     PyObject *weakreflist;
 } CacheObject;
+
+static void busy_remove(CacheObject *cache, StorageObject *st)
+{
+    Py_ssize_t i = st->busy_pos - 1;
+    if (i < 0 || i >= cache->nbusy || cache->busy[i] != st)
+        return;
+    StorageObject *last = cache->busy[--cache->nbusy];
+    cache->busy[i] = last;
+    last->busy_pos = i + 1;
+    st->busy_pos = 0;
+}
+
+static int busy_add(CacheObject *cache, StorageObject *st)
+{
+    if (cache->nbusy == cache->busy_cap) {
+        Py_ssize_t cap = cache->busy_cap ? cache->busy_cap * 2 : 16;
+        StorageObject **grown = PyMem_Realloc(cache->busy, cap * sizeof(StorageObject *));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cache->busy = grown;
+        cache->busy_cap = cap;
+    }
+    cache->busy[cache->nbusy++] = st;
+    st->busy_pos = cache->nbusy;
+    return 0;
+}
+
+/* A storage leaving for good (deallocated or cleared): out of its cache's busy array. */
+static void storage_unbusy(StorageObject *st)
+{
+    if (st->busy_pos && st->home && PyObject_TypeCheck(st->home, &CacheType))
+        busy_remove((CacheObject *)st->home, st);
+    st->busy_pos = 0;
+}
 
 static PyObject *Cache_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
@@ -1019,10 +1082,9 @@ static PyObject *Cache_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     self->lock = (LockObject *)PyObject_CallNoArgs((PyObject *)&LockType);
     self->free = PyDict_New();
-    self->busy = PyDict_New();
     self->returned = PyList_New(0);
     self->scopes = PyList_New(0);
-    if (!self->lock || !self->free || !self->busy || !self->returned || !self->scopes) {
+    if (!self->lock || !self->free || !self->returned || !self->scopes) {
         Py_DECREF(self);
         return NULL;
     }
@@ -1033,16 +1095,21 @@ static int Cache_traverse(CacheObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->free);
-    Py_VISIT(self->busy);
     Py_VISIT(self->returned);
     Py_VISIT(self->scopes);
+    Py_VISIT(self->memo_device);
+    Py_VISIT(self->memo_mgr);
+    Py_VISIT(self->memo_sub);
     return 0;
 }
 
 static int Cache_clear(CacheObject *self)
 {
-    Py_CLEAR(self->busy);
     Py_CLEAR(self->returned);
+    Py_CLEAR(self->memo_device);
+    Py_CLEAR(self->memo_kind);
+    Py_CLEAR(self->memo_mgr);
+    Py_CLEAR(self->memo_sub);
     return 0;
 }
 
@@ -1055,16 +1122,79 @@ static void Cache_dealloc(CacheObject *self)
     Py_CLEAR(self->free);
     Py_CLEAR(self->scopes);
     Py_CLEAR(self->lock);
+    /* busy storages hold their cache alive: none can remain */
+    PyMem_Free(self->busy);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static int cache_call_locked(CacheObject *cache, PyObject *name)
+/* A storage released while the lock was busy, or now: its buffer goes back (lock held). */
+static int cache_put_back_locked(CacheObject *cache, StorageObject *st)
 {
-    PyObject *r = PyObject_CallMethodNoArgs((PyObject *)cache, name);
-    if (r == NULL)
-        return -1;
-    Py_DECREF(r);
+    if (!st->busy_pos)
+        return 0; /* not ours any more: cache.free() took it */
+    busy_remove(cache, st);
+    if (!epoch_live(st->epoch) || st->served_in == NULL)
+        return 0; /* a reset ended its epoch: the buffer is gone with it */
+    return PyList_Append(st->served_in, st->served);
+}
+
+static int cache_drain_locked(CacheObject *cache)
+{
+    PyObject *returned = cache->returned;
+    while (returned && PyList_GET_SIZE(returned)) {
+        Py_ssize_t n = PyList_GET_SIZE(returned) - 1;
+        PyObject *st = PyList_GET_ITEM(returned, n);
+        Py_SET_SIZE(returned, n); /* the list's reference is now ours */
+        int rc = PyObject_TypeCheck(st, &StorageType)
+                     ? cache_put_back_locked(cache, (StorageObject *)st) : 0;
+        Py_DECREF(st);
+        if (rc < 0)
+            return -1;
+    }
     return 0;
+}
+
+/* The inner dict for (mgr, kind): the memo, else _free's (made when `create`), else NULL
+ * (no error set).  Borrowed.  Lock held. */
+static PyObject *cache_sub_locked(CacheObject *cache, PyObject *device, PyObject *mgr,
+                                  PyObject *kind, int create)
+{
+    if (device == cache->memo_device && kind == cache->memo_kind)
+        return cache->memo_sub;
+    PyObject *key = PyTuple_Pack(2, mgr, kind);
+    if (key == NULL)
+        return NULL;
+    PyObject *sub = PyDict_GetItemWithError(cache->free, key);
+    if (sub == NULL && !PyErr_Occurred() && create) {
+        sub = PyDict_New();
+        if (sub != NULL) {
+            int rc = PyDict_SetItem(cache->free, key, sub);
+            Py_DECREF(sub); /* _free holds it */
+            if (rc < 0)
+                sub = NULL;
+        }
+    }
+    Py_DECREF(key);
+    if (sub != NULL) {
+        Py_XSETREF(cache->memo_device, Py_NewRef(device));
+        Py_XSETREF(cache->memo_kind, Py_NewRef(kind));
+        Py_XSETREF(cache->memo_mgr, Py_NewRef(mgr));
+        Py_XSETREF(cache->memo_sub, Py_NewRef(sub));
+    }
+    return sub;
+}
+
+/* The list of free buffers of `nbytes` in `sub` (made when missing).  Borrowed. */
+static PyObject *cache_list_locked(PyObject *sub, PyObject *nbytes_obj)
+{
+    PyObject *bufs = PyDict_GetItemWithError(sub, nbytes_obj);
+    if (bufs != NULL || PyErr_Occurred())
+        return bufs;
+    if ((bufs = PyList_New(0)) == NULL)
+        return NULL;
+    int rc = PyDict_SetItem(sub, nbytes_obj, bufs);
+    Py_DECREF(bufs);
+    return rc < 0 ? NULL : bufs;
 }
 
 /* A storage over a cached buffer (reused when one is free, else a new one). */
@@ -1072,25 +1202,21 @@ static PyObject *cache_storage(PyObject *self, PyObject *device, PyObject *kind,
                                PyObject *nbytes_obj)
 {
     CacheObject *cache = (CacheObject *)self;
-    PyObject *mgr = PyObject_GetAttr(device, s_memory);
+    PyObject *mgr = (device == cache->memo_device && cache->memo_mgr)
+                        ? Py_NewRef(cache->memo_mgr) : PyObject_GetAttr(device, s_memory);
     if (mgr == NULL)
         return NULL;
-    PyObject *key = PyTuple_Pack(3, mgr, kind, nbytes_obj);
-    PyObject *entry = NULL, *ptr = NULL, *block = NULL, *epoch = NULL;
-    int rc = key ? lock_wait(cache->lock, -1) : -1;
+    PyObject *entry = NULL, *bufs = NULL;
+    int rc = lock_wait(cache->lock, -1);
     if (rc < 0)
         goto fail;
-    rc = 0;
-    if (PyList_GET_SIZE(cache->returned))
-        rc = cache_call_locked(cache, s_drain);
-    if (rc == 0) {
-        PyObject *buffers = PyDict_GetItemWithError(cache->free, key);
-        if (buffers == NULL && PyErr_Occurred())
-            rc = -1;
-        while (rc == 0 && buffers && PyList_CheckExact(buffers) && PyList_GET_SIZE(buffers)) {
-            Py_ssize_t n = PyList_GET_SIZE(buffers) - 1;
-            PyObject *e = PyList_GET_ITEM(buffers, n);
-            Py_SET_SIZE(buffers, n); /* the list's reference is now ours */
+    rc = PyList_GET_SIZE(cache->returned) ? cache_drain_locked(cache) : 0;
+    PyObject *sub = rc == 0 ? cache_sub_locked(cache, device, mgr, kind, 0) : NULL;
+    if (sub != NULL && (bufs = PyDict_GetItemWithError(sub, nbytes_obj)) != NULL) {
+        while (PyList_CheckExact(bufs) && PyList_GET_SIZE(bufs)) {
+            Py_ssize_t n = PyList_GET_SIZE(bufs) - 1;
+            PyObject *e = PyList_GET_ITEM(bufs, n);
+            Py_SET_SIZE(bufs, n); /* the list's reference is now ours */
             if (PyTuple_Check(e) && PyTuple_GET_SIZE(e) == 3
                     && epoch_live(PyTuple_GET_ITEM(e, 2))) {
                 entry = e;
@@ -1098,30 +1224,30 @@ static PyObject *cache_storage(PyObject *self, PyObject *device, PyObject *kind,
             }
             Py_DECREF(e); /* a buffer of a reset epoch: gone with the epoch */
         }
-        if (rc == 0) {
-            if (entry)
-                cache->hits++;
-            else
-                cache->misses++;
-        }
+        Py_INCREF(bufs);
     }
+    if (PyErr_Occurred())
+        rc = -1;
+    else if (entry)
+        cache->hits++;
+    else
+        cache->misses++;
     lock_release(cache->lock);
     if (rc < 0)
         goto fail;
     if (entry) {
-        ptr = Py_NewRef(PyTuple_GET_ITEM(entry, 0));
-        block = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
-        epoch = Py_NewRef(PyTuple_GET_ITEM(entry, 2));
         if (PyObject_TypeCheck(mgr, &PoolType))
             ((PoolObject *)mgr)->cache_hits++;
         if (observed()) {
-            PyObject *r = PyObject_CallMethodObjArgs(self, s_note_reuse, device, kind, ptr,
-                                                     block, NULL);
+            PyObject *r = PyObject_CallMethodObjArgs(self, s_note_reuse, device, kind,
+                                                     PyTuple_GET_ITEM(entry, 0),
+                                                     PyTuple_GET_ITEM(entry, 1), NULL);
             if (r == NULL)
                 goto fail_taken;
             Py_DECREF(r);
         }
     } else { /* outside our lock: the ladder may come back to us */
+        Py_CLEAR(bufs);
         PyObject *found = PyObject_CallMethodObjArgs(mgr, s_take_block, kind, nbytes_obj, NULL);
         if (found == NULL)
             goto fail;
@@ -1130,27 +1256,28 @@ static PyObject *cache_storage(PyObject *self, PyObject *device, PyObject *kind,
             PyErr_SetString(PyExc_TypeError, "take_block must return (ptr, size, epoch)");
             goto fail;
         }
-        ptr = Py_NewRef(PyTuple_GET_ITEM(found, 0));
-        block = Py_NewRef(PyTuple_GET_ITEM(found, 1));
-        epoch = Py_NewRef(PyTuple_GET_ITEM(found, 2));
-        Py_DECREF(found);
+        entry = found; /* (ptr, block, epoch), the buffer's entry from now on */
+        if (lock_wait(cache->lock, -1) < 0)
+            goto fail_taken;
+        sub = cache_sub_locked(cache, device, mgr, kind, 1);
+        bufs = sub ? cache_list_locked(sub, nbytes_obj) : NULL;
+        Py_XINCREF(bufs);
+        lock_release(cache->lock);
+        if (bufs == NULL)
+            goto fail_taken;
     }
-    if (entry == NULL && (entry = PyTuple_Pack(3, ptr, block, epoch)) == NULL)
+    StorageObject *st = storage_alloc(PyTuple_GET_ITEM(entry, 0), nbytes_obj, device, kind,
+                                      PyTuple_GET_ITEM(entry, 1), PyTuple_GET_ITEM(entry, 2),
+                                      self);
+    if (st == NULL)
         goto fail_taken;
-    PyObject *served = PyTuple_Pack(2, key, entry); /* what release_storage puts back */
-    Py_CLEAR(entry);
-    StorageObject *st = served ? storage_alloc(ptr, nbytes_obj, device, kind, block, epoch,
-                                               self) : NULL;
-    if (st == NULL || PyDict_SetItem(cache->busy, (PyObject *)st, served) < 0) {
-        Py_XDECREF(st);
-        Py_XDECREF(served);
-        goto fail_taken;
+    st->served = entry; /* both references move to the storage */
+    st->served_in = bufs;
+    if (busy_add(cache, st) < 0) {
+        Py_DECREF(st);
+        entry = bufs = NULL;
+        goto fail;
     }
-    Py_DECREF(served);
-    Py_DECREF(ptr);
-    Py_DECREF(block);
-    Py_DECREF(epoch);
-    Py_DECREF(key);
     Py_DECREF(mgr);
     return (PyObject *)st;
 fail_taken: /* the block is ours: hand it to the pool rather than lose it */
@@ -1158,16 +1285,14 @@ fail_taken: /* the block is ours: hand it to the pool rather than lose it */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
         if (PyObject_TypeCheck(mgr, &PoolType)
-                && pool_give_block(mgr, kind, ptr, block, epoch) < 0)
+                && pool_give_block(mgr, kind, PyTuple_GET_ITEM(entry, 0),
+                                   PyTuple_GET_ITEM(entry, 1), PyTuple_GET_ITEM(entry, 2)) < 0)
             PyErr_Clear();
         PyErr_Restore(et, ev, tb);
     }
 fail:
     Py_XDECREF(entry);
-    Py_XDECREF(ptr);
-    Py_XDECREF(block);
-    Py_XDECREF(epoch);
-    Py_XDECREF(key);
+    Py_XDECREF(bufs);
     Py_DECREF(mgr);
     return NULL;
 }
@@ -1178,31 +1303,33 @@ static int cache_release(PyObject *self, StorageObject *st)
     CacheObject *cache = (CacheObject *)self;
     if (!lock_try(cache->lock))
         return PyList_Append(cache->returned, (PyObject *)st);
-    int rc = 0;
-    PyObject *served = PyDict_GetItemWithError(cache->busy, (PyObject *)st);
-    if (served == NULL) {
-        rc = PyErr_Occurred() ? -1 : 0; /* not ours any more (cache.free() took it) */
-    } else {
-        Py_INCREF(served);
-        rc = PyDict_DelItem(cache->busy, (PyObject *)st);
-        if (rc == 0 && epoch_live(st->epoch) && PyTuple_Check(served)
-                && PyTuple_GET_SIZE(served) == 2) {
-            PyObject *key = PyTuple_GET_ITEM(served, 0), *entry = PyTuple_GET_ITEM(served, 1);
-            PyObject *buffers = PyDict_GetItemWithError(cache->free, key);
-            if (buffers != NULL) {
-                rc = PyList_Append(buffers, entry);
-            } else if (PyErr_Occurred() || (buffers = PyList_New(1)) == NULL) {
-                rc = -1;
-            } else {
-                PyList_SET_ITEM(buffers, 0, Py_NewRef(entry));
-                rc = PyDict_SetItem(cache->free, key, buffers);
-                Py_DECREF(buffers);
-            }
-        }
-        Py_DECREF(served);
-    }
+    int rc = cache_put_back_locked(cache, st);
     lock_release(cache->lock);
     return rc;
+}
+
+/* A storage made by a pool or cache and dropped before any array took a handle: the
+ * memory is nobody's, so it goes back (wrapped memory is left to its owner).  Runs in
+ * its dealloc: nothing here may keep a reference to it. */
+static void storage_return_orphan(StorageObject *self)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int rc = 0;
+    if (PyObject_TypeCheck(self->home, &CacheType)) {
+        CacheObject *cache = (CacheObject *)self->home;
+        if (self->busy_pos && lock_try(cache->lock)) {
+            self->token = 0;
+            rc = cache_put_back_locked(cache, self);
+            lock_release(cache->lock);
+        }
+    } else if (PyObject_TypeCheck(self->home, &PoolType)) {
+        self->token = 0;
+        rc = pool_give_block(self->home, self->kind, self->ptr, self->block, self->epoch);
+    }
+    if (rc < 0)
+        PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
 }
 
 static PyObject *Cache_storage(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1225,18 +1352,56 @@ static PyObject *Cache_release_storage(PyObject *self, PyObject *st)
     Py_RETURN_NONE;
 }
 
+static PyObject *Cache_drain_locked(CacheObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (cache_drain_locked(self) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *busy_list(CacheObject *self, int take)
+{
+    PyObject *out = PyList_New(self->nbusy);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < self->nbusy; i++)
+        PyList_SET_ITEM(out, i, Py_NewRef((PyObject *)self->busy[i]));
+    if (take) {
+        for (Py_ssize_t i = 0; i < self->nbusy; i++)
+            self->busy[i]->busy_pos = 0;
+        self->nbusy = 0;
+    }
+    return out;
+}
+
+static PyObject *Cache_busy_list(CacheObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return busy_list(self, 0);
+}
+
+static PyObject *Cache_take_busy(CacheObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return busy_list(self, 1);
+}
+
 static PyMethodDef Cache_methods[] = {
     {"storage", (PyCFunction)(void (*)(void))Cache_storage, METH_FASTCALL,
      "storage(device, kind, nbytes) -> Storage over a cached buffer (reused when one is "
      "free, else a new block from the device's pool)."},
     {"release_storage", (PyCFunction)Cache_release_storage, METH_O,
      "Home protocol; may run in a finalizer, so it never waits for the lock."},
+    {"_drain_locked", (PyCFunction)Cache_drain_locked, METH_NOARGS,
+     "Apply releases that arrived while the lock was busy (call with the lock held)."},
+    {"_busy_list", (PyCFunction)Cache_busy_list, METH_NOARGS,
+     "The storages served and not yet released (a new list)."},
+    {"_take_busy", (PyCFunction)Cache_take_busy, METH_NOARGS,
+     "The busy storages, which stop being the cache's (cache.free())."},
     {NULL}};
 
 static PyMemberDef Cache_members[] = {
     {"_lock", T_OBJECT_EX, offsetof(CacheObject, lock), READONLY, NULL},
-    {"_free", T_OBJECT_EX, offsetof(CacheObject, free), READONLY, NULL},
-    {"_busy", T_OBJECT_EX, offsetof(CacheObject, busy), READONLY, NULL},
+    {"_free", T_OBJECT_EX, offsetof(CacheObject, free), READONLY,
+     "(manager, kind) -> {nbytes -> [(ptr, block, epoch)]}; never remove from it, empty it."},
     {"_returned", T_OBJECT_EX, offsetof(CacheObject, returned), READONLY, NULL},
     {"_scopes", T_OBJECT_EX, offsetof(CacheObject, scopes), READONLY, NULL},
     {"hits", T_PYSSIZET, offsetof(CacheObject, hits), 0, "Allocations served from a buffer."},
@@ -1586,7 +1751,6 @@ PyMODINIT_FUNC PyInit__core(void)
     INTERN(s_bad_kind, "_bad_kind");
     INTERN(s_memory, "memory");
     INTERN(s_itemsize, "itemsize");
-    INTERN(s_drain, "_drain_locked");
     INTERN(s_note_reuse, "_note_reuse");
     INTERN(s_storage, "storage");
     INTERN(s_new_storage, "new_storage");

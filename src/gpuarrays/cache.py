@@ -41,12 +41,12 @@ class AllocCache(_core.Cache):
     ``CacheInUseError`` while a ``cached(cache)`` block is active anywhere.
     """
 
-    # The buffers (_lock, _free, _busy, _returned, _scopes, hits, misses) and the two hot
-    # paths -- storage(device, kind, nbytes), a hit or a new block from the pool, and
-    # release_storage(storage), which never waits for the lock -- are compiled
-    # (_core.Cache).  _free: (manager, kind, nbytes) -> [(ptr, block, epoch)];
-    # _busy: storage -> (key, (ptr, block, epoch)) for the storages served and not yet
-    # released, so that a release rebuilds nothing.
+    # The buffers (_lock, _free, _returned, _scopes, hits, misses, the busy storages) and
+    # the hot paths -- storage(device, kind, nbytes), a hit or a new block from the pool;
+    # release_storage(storage), which never waits for the lock; _drain_locked() -- are
+    # compiled (_core.Cache, whose source says how).  _free: (manager, kind) -> {nbytes ->
+    # [(ptr, block, epoch)]}; _busy_list() / _take_busy(): the storages served and not
+    # yet released.
     __slots__ = ()
 
     def __init__(self) -> None:
@@ -58,16 +58,6 @@ class AllocCache(_core.Cache):
             rec.cache_hits += 1
         if state.history is not None:
             state.history.record("reuse", device, block, ptr, kind)
-
-    def _drain_locked(self) -> None:
-        """Apply releases that arrived while the lock was busy."""
-        returned = self._returned
-        while returned:
-            st = returned.pop()
-            served = self._busy.pop(st, None)
-            if served is not None and st._epoch.live:
-                key, buffer = served
-                self._free.setdefault(key, []).append(buffer)
 
     # giving back --------------------------------------------------------------------
     def free(self) -> None:
@@ -82,8 +72,7 @@ class AllocCache(_core.Cache):
         with self._lock:
             self._drain_locked()
             blocks = self._take_free_locked(None)
-            busy = list(self._busy)
-            self._busy.clear()
+            busy = self._take_busy()
         for st in busy:
             if st.invalidate(FREED_CACHE):
                 blocks.append((st.device.memory, st.kind, st.ptr, st.block, st._epoch))
@@ -91,12 +80,16 @@ class AllocCache(_core.Cache):
             mgr.give_block(kind, ptr, block, epoch)
 
     def _take_free_locked(self, mgr) -> list[tuple]:
-        """Remove and return the free buffers (of one manager, or all)."""
+        """Take the free buffers (of one manager, or all): [(mgr, kind, ptr, block, epoch)].
+
+        The inner dicts and lists stay (emptied): the compiled hot paths keep them.
+        """
         out = []
-        for key in list(self._free):
-            if mgr is None or key[0] is mgr:
-                for ptr, block, epoch in self._free.pop(key):
-                    out.append((key[0], key[1], ptr, block, epoch))
+        for (owner, kind), sizes in self._free.items():
+            if mgr is None or owner is mgr:
+                for buffers in sizes.values():
+                    out.extend((owner, kind, ptr, block, epoch) for ptr, block, epoch in buffers)
+                    buffers.clear()
         return out
 
     def release_unused(self, device) -> None:
@@ -125,9 +118,9 @@ class AllocCache(_core.Cache):
     def _snapshot(self) -> tuple[list, list]:
         with self._lock:
             self._drain_locked()
-            free = [(key, buf) for key, bufs in self._free.items() for buf in bufs
-                    if buf[2].live]
-            busy = [st for st in self._busy if st._epoch.live]
+            free = [((mgr, kind, nbytes), buf) for (mgr, kind), sizes in self._free.items()
+                    for nbytes, buffers in sizes.items() for buf in buffers if buf[2].live]
+            busy = [st for st in self._busy_list() if st._epoch.live]
         return free, busy
 
     @property
