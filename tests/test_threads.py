@@ -92,7 +92,15 @@ class Worker:
         scope = (ga.cached(self.shared) if where == "shared" else
                  ga.cached(self.local) if where == "local" else contextlib.nullcontext())
         with scope:
-            a = ga.asarray(values, device=dev, kind=kind)
+            try:
+                a = ga.asarray(values, device=dev, kind=kind)
+            except ga.DeviceResetError:
+                # the reset ran between the allocation and the upload: the new array was
+                # born in the epoch the reset ended, and asarray says so (it freed it)
+                if dev != self.reset_dev or after:
+                    raise
+                self.reset_errors += 1
+                return
             if where == "shared" and rng.random() < 0.2:
                 try:
                     self.shared.free()

@@ -44,6 +44,7 @@ from .functions import (
     unsafe_free,
 )
 from .history import memory_history
+from .interop.dlpack import from_dlpack
 from .lifecycle import device_reset, register_reset_hook
 from .sizes import parse_size
 from .stats import (
@@ -61,11 +62,6 @@ from .wrap import pointer_info, unsafe_wrap
 __version__ = "0.1.0"
 
 
-def from_dlpack(x, *, device=None, copy=None) -> GPUArray:
-    """Import a DLPack producer: zero-copy when its memory is on one of our devices."""
-    from .interop import dlpack
-
-    return dlpack.from_dlpack(x, device=device, copy=copy)
 
 
 __all__ = [

@@ -480,15 +480,11 @@ class GPUArray(_core.Array):
 
     # interchange ----------------------------------------------------------------------
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from .interop import dlpack
-
-        return dlpack.export(self, stream=stream, max_version=max_version,
-                             dl_device=dl_device, copy=copy)
+        return _dlpack.export(self, stream=stream, max_version=max_version,
+                              dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        from .interop import dlpack
-
-        return dlpack.device_of(self)
+        return _dlpack.device_of(self)
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -567,3 +563,5 @@ def _restore(host: np.ndarray, spec: str, kind: str) -> GPUArray:
 
 _core.configure(array_type=GPUArray, slow_new_array=_new_array_slow, slow_new_storage=new_storage,
                 cache_var=current_cache, warning=GPUArraysWarning)
+
+from .interop import dlpack as _dlpack  # noqa: E402  (it imports this module)

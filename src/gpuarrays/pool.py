@@ -5,6 +5,10 @@ keeps freed blocks for reuse in exact-size free lists: sizes are rounded up to
 ``GRANULARITY`` (512 B) and looked up in a dict, so finding a block costs the
 same with ten free blocks or ten thousand.
 
+The warm-pool hit and every free are compiled (``_core.Pool``, the base class
+of :class:`MemoryManager`); misses, the ladder, trim, resets and statistics
+are here.
+
 Locking (PITFALLS): the critical sections are tiny.  Frees arriving while the
 lock is held -- from a finalizer interrupting an allocation on the same thread,
 or from another thread -- never wait: they are appended to ``pending`` (an
