@@ -263,3 +263,22 @@ def test_storage_dropped_before_any_handle_gives_memory_back(device, used, home)
         assert cache.n_busy == 0 and cache.n_free == 1
         cache.free()
     assert used() == base
+
+
+def test_remembered_lookups_follow_the_arguments(device):
+    """empty() remembers its last device/dtype/size lookups: changing any of them is seen."""
+    cpu = ga.get_device("cpu:0")
+    spec = [("a", np.float32)]
+    a = ga.empty(3, spec, device=device)
+    spec.append(("b", np.int8))  # an unhashable dtype description is never remembered
+    b = ga.empty(3, spec, device=device)
+    assert a.dtype.names == ("a",) and b.dtype.names == ("a", "b")
+    for dt, n, dev in [(np.float32, 10, device), (np.float32, 10, cpu), (np.int16, 10, device),
+                       (np.int16, 11, device), ("f8", 11, cpu), (np.float32, (2, 5), device)]:
+        x = ga.empty(n, dt, device=dev)
+        want = np.empty(n, dt)
+        assert (x.device, x.dtype, x.shape, x.strides, x.nbytes) == (
+            dev, want.dtype, want.shape, want.strides, want.nbytes)
+        x.free()
+    a.free()
+    b.free()

@@ -38,6 +38,39 @@ static PyObject *g_device_type;       /* devices.Device */
 static PyObject *g_normalize_shape;   /* layout.normalize_shape */
 static PyObject *g_float64;           /* numpy.dtype("float64") */
 
+/* What the last allocation looked up, kept because loops allocate alike (each a
+ * strong reference; all read and replaced under the GIL with no Python in between).
+ * Devices' memory managers never change and their dtype caches only grow, so a
+ * remembered answer stays right. */
+static struct {
+    PyObject *dev, *dtype_arg, *dt;       /* resolve_dtype(dev, dtype_arg) */
+    PyObject *mgr_dev, *mgr;              /* mgr_dev.memory */
+    PyObject *item_dtype, *strides1;      /* (item_dtype.itemsize,) */
+    Py_ssize_t itemsize;
+    Py_ssize_t nbytes, size;              /* the ints behind nbytes_obj, size_obj */
+    PyObject *nbytes_obj, *size_obj;
+} memo;
+
+static inline void memo_set(PyObject **slot, PyObject *value)
+{
+    PyObject *old = *slot;
+    *slot = Py_NewRef(value);
+    Py_XDECREF(old);
+}
+
+/* A Py_ssize_t as an int object, reusing the remembered one when equal. */
+static inline PyObject *memo_int(Py_ssize_t v, Py_ssize_t *key, PyObject **obj)
+{
+    if (*obj != NULL && *key == v)
+        return Py_NewRef(*obj);
+    PyObject *o = PyLong_FromSsize_t(v);
+    if (o != NULL) {
+        memo_set(obj, o);
+        *key = v;
+    }
+    return o;
+}
+
 static PyTypeObject CacheType;
 static PyObject *s_local, *s_forced, *s_release_storage, *s_take_block, *s_note_taken,
     *s_note_put, *s_apply_pending, *s_bad_kind, *s_memory, *s_itemsize,
@@ -820,7 +853,7 @@ static PyObject *pool_new_storage(PyObject *self, PyObject *kind, Py_ssize_t nby
     PyObject *ptr = NULL, *epoch = NULL, *sizeobj = NULL;
     if (nbytes > 0 && nbytes <= PY_SSIZE_T_MAX - GRANULARITY) { /* else: take_block copes */
         Py_ssize_t size = (nbytes + GRANULARITY - 1) & -(Py_ssize_t)GRANULARITY;
-        if ((sizeobj = PyLong_FromSsize_t(size)) == NULL)
+        if ((sizeobj = memo_int(size, &memo.size, &memo.size_obj)) == NULL)
             return NULL;
         if (pool_hit(mgr, free, sizeobj, size, &ptr, &epoch) < 0) {
             Py_DECREF(sizeobj);
@@ -1444,9 +1477,15 @@ static PyObject *storage_for(PyObject *device, PyObject *kind, Py_ssize_t nbytes
         return st;
     }
     Py_DECREF(cache);
-    PyObject *mgr = PyObject_GetAttr(device, s_memory);
-    if (mgr == NULL)
-        return NULL;
+    PyObject *mgr;
+    if (device == memo.mgr_dev) {
+        mgr = Py_NewRef(memo.mgr);
+    } else {
+        if ((mgr = PyObject_GetAttr(device, s_memory)) == NULL)
+            return NULL;
+        memo_set(&memo.mgr, mgr);
+        memo_set(&memo.mgr_dev, device);
+    }
     if (PyObject_TypeCheck(mgr, &PoolType))
         st = pool_new_storage(mgr, kind, nbytes, nbytes_obj);
     else
@@ -1467,20 +1506,43 @@ static PyObject *core_new_array(PyObject *mod, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_TypeError, "new_array needs a normalised shape tuple");
         return NULL;
     }
-    PyObject *item = PyObject_GetAttr(dtype, s_itemsize);
-    if (item == NULL)
-        return NULL;
-    Py_ssize_t itemsize = PyLong_AsSsize_t(item);
-    Py_DECREF(item);
-    if (itemsize == -1 && PyErr_Occurred())
-        return NULL;
+    Py_ssize_t itemsize;
+    if (dtype == memo.item_dtype) {
+        itemsize = memo.itemsize;
+    } else {
+        PyObject *item = PyObject_GetAttr(dtype, s_itemsize);
+        if (item == NULL)
+            return NULL;
+        itemsize = PyLong_AsSsize_t(item);
+        Py_DECREF(item);
+        if (itemsize == -1 && PyErr_Occurred())
+            return NULL;
+        PyObject *strides1 = Py_BuildValue("(n)", itemsize);
+        if (strides1 == NULL)
+            return NULL;
+        memo_set(&memo.item_dtype, dtype);
+        memo.itemsize = itemsize;
+        Py_XSETREF(memo.strides1, strides1);
+    }
     Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
-    PyObject *strides = PyTuple_New(ndim);
-    if (strides == NULL)
-        return NULL;
-    Py_ssize_t step = itemsize, nbytes = itemsize;
+    PyObject *strides;
+    Py_ssize_t nbytes = itemsize;
     int overflow = 0;
-    for (Py_ssize_t i = ndim - 1; i >= 0; i--) {
+    if (ndim == 1) { /* the common case: the remembered (itemsize,) */
+        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, 0));
+        if (n < 0) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                return NULL;
+            PyErr_Clear();
+            overflow = 1;
+        }
+        overflow |= __builtin_mul_overflow(nbytes, n, &nbytes);
+        strides = Py_NewRef(memo.strides1);
+    } else if ((strides = PyTuple_New(ndim)) == NULL) {
+        return NULL;
+    }
+    Py_ssize_t step = itemsize;
+    for (Py_ssize_t i = ndim - 1; ndim != 1 && i >= 0; i--) {
         Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
         if (n < 0) {
             if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_OverflowError)) {
@@ -1505,7 +1567,7 @@ static PyObject *core_new_array(PyObject *mod, PyObject *const *args, Py_ssize_t
         Py_DECREF(strides);
         return PyObject_Vectorcall(g_slow_new_array, args, 4, NULL);
     }
-    PyObject *nbytes_obj = PyLong_FromSsize_t(nbytes);
+    PyObject *nbytes_obj = memo_int(nbytes, &memo.nbytes, &memo.nbytes_obj);
     if (nbytes_obj == NULL) {
         Py_DECREF(strides);
         return NULL;
@@ -1580,15 +1642,27 @@ static PyObject *resolve_shape(PyObject *shape)
 /* The device's checked dtype for `dtype` (its cache, else Device.dtype_of). */
 static PyObject *resolve_dtype(PyObject *dev, PyObject *dtype)
 {
+    if (dev == memo.dev && dtype == memo.dtype_arg)
+        return Py_NewRef(memo.dt);
     PyObject *accepts = PyObject_GetAttr(dev, s_accepts);
     if (accepts == NULL)
         return NULL;
     PyObject *dt = PyDict_CheckExact(accepts) ? PyDict_GetItemWithError(accepts, dtype) : NULL;
+    Py_XINCREF(dt);
     Py_DECREF(accepts);
-    if (dt != NULL)
-        return Py_NewRef(dt);
-    PyErr_Clear(); /* unhashable: dtype_of explains or copes */
-    return PyObject_CallMethodOneArg(dev, s_dtype_of, dtype);
+    if (dt == NULL) {
+        PyErr_Clear(); /* unhashable: dtype_of explains or copes */
+        if ((dt = PyObject_CallMethodOneArg(dev, s_dtype_of, dtype)) == NULL)
+            return NULL;
+        if (PyObject_Hash(dtype) == -1) { /* a list describing a structured dtype: it */
+            PyErr_Clear();                /* may change, so never remember it */
+            return dt;
+        }
+    }
+    memo_set(&memo.dt, dt);
+    memo_set(&memo.dev, dev);
+    memo_set(&memo.dtype_arg, dtype);
+    return dt;
 }
 
 static PyObject *core_empty(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
