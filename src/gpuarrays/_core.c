@@ -842,6 +842,19 @@ static PyObject *pool_bad_kind(PyObject *mgr, PyObject *kind)
     return NULL;
 }
 
+/* MemoryManager.take_block(kind, nbytes): (ptr, block size, epoch), the slow path that
+ * misses, queued frees, busy locks and the ladder take. */
+static PyObject *take_block(PyObject *mgr, PyObject *kind, PyObject *nbytes_obj)
+{
+    PyObject *found = PyObject_CallMethodObjArgs(mgr, s_take_block, kind, nbytes_obj, NULL);
+    if (found != NULL && (!PyTuple_Check(found) || PyTuple_GET_SIZE(found) != 3)) {
+        Py_DECREF(found);
+        PyErr_SetString(PyExc_TypeError, "take_block must return (ptr, size, epoch)");
+        return NULL;
+    }
+    return found;
+}
+
 /* A pooled storage of `nbytes` (> 0): the warm-pool hit here, anything else in Python. */
 static PyObject *pool_new_storage(PyObject *self, PyObject *kind, Py_ssize_t nbytes,
                                   PyObject *nbytes_obj)
@@ -875,14 +888,9 @@ static PyObject *pool_new_storage(PyObject *self, PyObject *kind, Py_ssize_t nby
     } else {
         /* pool miss, busy lock or queued frees: MemoryManager.take_block does it all */
         Py_XDECREF(sizeobj);
-        PyObject *found = PyObject_CallMethodObjArgs(self, s_take_block, kind, nbytes_obj, NULL);
+        PyObject *found = take_block(self, kind, nbytes_obj);
         if (found == NULL)
             return NULL;
-        if (!PyTuple_Check(found) || PyTuple_GET_SIZE(found) != 3) {
-            Py_DECREF(found);
-            PyErr_SetString(PyExc_TypeError, "take_block must return (ptr, size, epoch)");
-            return NULL;
-        }
         ptr = Py_NewRef(PyTuple_GET_ITEM(found, 0));
         sizeobj = Py_NewRef(PyTuple_GET_ITEM(found, 1));
         epoch = Py_NewRef(PyTuple_GET_ITEM(found, 2));
@@ -1281,14 +1289,9 @@ static PyObject *cache_storage(PyObject *self, PyObject *device, PyObject *kind,
         }
     } else { /* outside our lock: the ladder may come back to us */
         Py_CLEAR(bufs);
-        PyObject *found = PyObject_CallMethodObjArgs(mgr, s_take_block, kind, nbytes_obj, NULL);
+        PyObject *found = take_block(mgr, kind, nbytes_obj);
         if (found == NULL)
             goto fail;
-        if (!PyTuple_Check(found) || PyTuple_GET_SIZE(found) != 3) {
-            Py_DECREF(found);
-            PyErr_SetString(PyExc_TypeError, "take_block must return (ptr, size, epoch)");
-            goto fail;
-        }
         entry = found; /* (ptr, block, epoch), the buffer's entry from now on */
         if (lock_wait(cache->lock, -1) < 0)
             goto fail_taken;
