@@ -38,7 +38,7 @@ from .storage import Epoch
 
 __all__ = ["MemoryManager", "GRANULARITY", "round_size", "ladder_hooks", "usage_hooks"]
 
-GRANULARITY = 512
+GRANULARITY = _core.GRANULARITY  # 512: the compiled hit rounds the same way
 _MASK = -GRANULARITY
 
 # Steps other modules add to the out-of-memory ladder: fn(device) -> None.
