@@ -65,7 +65,7 @@ def _median_us(fn, repeat: int = 2000, warmup: int = 200) -> float:
 # sections ----------------------------------------------------------------------------------
 def preflight(s: Section) -> None:
     import gpuarrays as ga
-    from gpuarrays.devices import unavailable_backends
+    from gpuarrays._memory.devices import unavailable_backends
 
     s.check("python", lambda: ("ok", sys.version.split()[0]))
     for mod in ("numpy", "cuda.bindings", "cupy", "torch", "numba", "numba.cuda"):

@@ -1,6 +1,6 @@
-"""Run the gpuarrays micro-benchmarks: ``python benchmarks/run.py [--device SPEC] [--json PATH] [--quick]``.
+"""Run the gpuarrays micro-benchmarks: ``python benchmarks/run.py [--device DEVICE] [--json PATH] [--quick]``.
 
-The same as ``gpuarrays bench``: the one implementation lives in ``gpuarrays.bench``.
+The same as ``gpuarrays bench``: the one implementation lives in ``gpuarrays.cli.bench``.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import os
 import sys
 
 try:
-    from gpuarrays import bench
+    from gpuarrays.cli import bench
 except ImportError:  # a source checkout without an install: use src/
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
-    from gpuarrays import bench
+    from gpuarrays.cli import bench
 
 
 def main(argv: list[str] | None = None) -> int:

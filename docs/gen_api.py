@@ -20,7 +20,7 @@ import gpuarrays as ga  # noqa: E402
 SECTIONS = (
     ("Arrays and storage", ["GPUArray", "Storage"]),
     ("Devices", ["Device", "backends", "devices", "get_device", "use_device", "synchronize"]),
-    ("Creating arrays", ["empty", "zeros", "ones", "full", "empty_like", "zeros_like",
+    ("Creating arrays", ["array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like",
                          "ones_like", "full_like", "arange", "asarray", "to_numpy",
                          "from_dlpack", "check_dtype"]),
     ("Derived arrays, copies and overlap", ["reshape", "broadcast_to", "moveaxis", "expand_dims",

@@ -53,8 +53,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from gpuarrays._common.errors import BackendError
 from gpuarrays.backends.base import BackendOutOfMemory
-from gpuarrays.errors import BackendError
 
 __all__ = ["FaultyBackend", "inject", "faulty", "PRIMITIVES", "INJECTED_CODE"]
 

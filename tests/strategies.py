@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import gpuarrays as ga
 
-# Every numeric dtype SPEC 4.4 supports, and one structured dtype (odd itemsize, no padding).
+# Every numeric dtype docs/design.md ("The storage model") supports, and one structured dtype (odd itemsize, no padding).
 NUMERIC_DTYPES = [np.dtype(t) for t in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128")]

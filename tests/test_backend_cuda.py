@@ -30,10 +30,10 @@ import numpy as np
 import pytest
 
 import gpuarrays as ga
+from gpuarrays._common.errors import BackendError
+from gpuarrays._memory.devices import unavailable_backends
 from gpuarrays.backends import _kernels, cuda
 from gpuarrays.backends.base import BackendOutOfMemory, BackendUnavailable, RawView
-from gpuarrays.devices import unavailable_backends
-from gpuarrays.errors import BackendError
 
 ALL_KEYS = cuda.SCALAR_KEYS
 DTYPES = {k: np.dtype("?" if k == "b1" else k) for k in ALL_KEYS}

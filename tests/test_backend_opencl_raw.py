@@ -12,8 +12,8 @@ import warnings
 import numpy as np
 import pytest
 
+from gpuarrays._common.errors import BackendError
 from gpuarrays.backends.base import Backend, BackendOutOfMemory, BackendUnavailable, RawView
-from gpuarrays.errors import BackendError
 
 try:
     from gpuarrays.backends import opencl
@@ -256,7 +256,7 @@ def test_memcpy_and_kinds(be):
     # host/unified memory is readable from the CPU through its address after synchronize
     for kind in ("host", "unified"):
         if kind in ptrs:
-            from gpuarrays._raw import ndarray_at
+            from gpuarrays._common.raw import ndarray_at
 
             be.fill(
                 DEV, RawView(ptrs[kind], (256,), (1,), np.dtype(np.uint8)), np.array(9, np.uint8)

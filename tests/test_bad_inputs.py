@@ -1,6 +1,6 @@
-"""Bad input across the public API (SPEC 10), on every device.
+"""Bad input across the public API, on every device.
 
-Each row is one bad call: it must raise the SPEC 10 class, its message must
+Each row is one bad call: it must raise the docs/design.md ("Errors") class, its message must
 name the bad value, and it must leave the device's memory figures
 (``used_bytes``, ``reserved_bytes``) exactly as they were -- bad input never
 leaves a pool, cache or storage inconsistent.
@@ -197,7 +197,7 @@ def test_empty_larger_than_address_space_is_refused(device):
 
 
 def test_arange_step_zero_raises_value_error(device):
-    """ga.arange(0, 10, 0) raised ZeroDivisionError, not SPEC 10's ValueError."""
+    """ga.arange(0, 10, 0) raised ZeroDivisionError, not docs/design.md ("Errors") ValueError."""
     with pytest.raises(ValueError, match="step"):
         ga.arange(0, 10, 0, device=device)
 

@@ -1,4 +1,4 @@
-"""Allocation caches that never alias (SPEC 7), on every device.
+"""Allocation caches that never alias, on every device.
 
 The scenarios of GPUArrays.jl's cache tests, plus the non-aliasing promise:
 a cached buffer is handed out again only when no live array uses it.
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import gpuarrays as ga
-from gpuarrays.pool import LADDER_STEPS
+from gpuarrays._memory.pool import LADDER_STEPS
 
 KiB = 1024
 MiB = 1024 * KiB

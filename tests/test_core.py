@@ -17,8 +17,8 @@ import pytest
 
 import gpuarrays as ga
 from gpuarrays import _core
-from gpuarrays.errors import GPUArraysWarning
-from gpuarrays.storage import Epoch, Storage
+from gpuarrays._common.errors import GPUArraysWarning
+from gpuarrays._memory.storage import Epoch, Storage
 
 
 # the lock -------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_shapes_through_the_python_path(device):
 
 
 def test_strides_match_numpy(device):
-    from gpuarrays._raw import c_strides
+    from gpuarrays._common.raw import c_strides
 
     for shape in [(), (0,), (3, 0, 2), (1, 1), (4, 5, 6), (2, 0), (7,)]:
         a = ga.empty(shape, np.complex64, device=device)

@@ -1,4 +1,4 @@
-"""Creation functions (SPEC 4.1) on every device and kind, NumPy as the oracle."""
+"""Creation functions on every device and kind, NumPy as the oracle."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Devices and back-ends (SPEC 2): discovery, specs, the current device, Device objects."""
+"""Devices and back-ends: discovery, specs, the current device, Device objects."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DLPack (SPEC 8.2): our producer with numpy.from_dlpack / torch.from_dlpack as consumers,
+"""DLPack: our producer with numpy.from_dlpack / torch.from_dlpack as consumers,
 ga.from_dlpack with NumPy / PyTorch / our own arrays as producers, capsule lifetimes.
 
 NumPy is the oracle for layouts and values; lifetimes are checked with storage.refcount,
@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from strategies import LAYOUTS, address
 
 import gpuarrays as ga
-from gpuarrays.interop import dlpack
+from gpuarrays._array import dlpack
+from gpuarrays._memory.pins import pin_count
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]
@@ -617,13 +618,13 @@ def test_from_dlpack_numpy_keeps_the_producer_alive():
 
 def test_from_dlpack_host_memory_is_not_pinned():
     """kDLCPU imports skip the cpu back-end's tracking-only host registration (decisions.md)."""
-    before = ga.wrap.pin_count("cpu:0")
+    before = pin_count("cpu:0")
     host = np.arange(100.0)
     g = ga.from_dlpack(host)
     assert g.storage.ptr == address(host) and not g.storage.owned
-    assert ga.wrap.pin_count("cpu:0") == before
+    assert pin_count("cpu:0") == before
     g.free()
-    assert ga.wrap.pin_count("cpu:0") == before
+    assert pin_count("cpu:0") == before
 
 
 def test_from_dlpack_numpy_writes_and_read_only():
@@ -888,7 +889,7 @@ def test_to_device_refuses_a_dtype_the_target_lacks(device):
 
 # ------------------------------------------------------------------------ CUDA Array Interface
 # The dict logic runs anywhere; NumPy's __array_interface__ (the same format) is the oracle.
-from gpuarrays.interop import cai  # noqa: E402
+from gpuarrays._array import cai  # noqa: E402
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))

@@ -1,4 +1,4 @@
-"""Errors (SPEC 4.4, 10): the hierarchy, unsupported dtypes, and bad input of every kind,
+"""Errors: the hierarchy, unsupported dtypes, and bad input of every kind,
 which must raise the documented class and leave memory accounting untouched."""
 
 from __future__ import annotations

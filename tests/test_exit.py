@@ -1,4 +1,4 @@
-"""A silent exit (SPEC 9): programs that end with memory still in use exit with status 0,
+"""A silent exit: programs that end with memory still in use exit with status 0,
 print nothing, and free nothing through the platform once shutdown has started.
 
 Every scenario runs in a fresh interpreter on every device (``GPUARRAYS_DEVICE``),
@@ -26,7 +26,9 @@ PRELUDE = """\
 import asyncio, ctypes, gc, os, sys, threading, weakref
 import numpy as np
 import gpuarrays as ga
-from gpuarrays._state import state
+from gpuarrays._memory import lifecycle
+from gpuarrays._memory.pins import pin_registry
+from gpuarrays._memory.state import state
 from faults import FaultyBackend
 
 dev = ga.get_device()
@@ -135,7 +137,7 @@ SCENARIOS = {
             del cached_arrays
         n = np.zeros(16)
         wraps = [ga.unsafe_wrap(n, device=dev) for _ in range(3)]
-        pins = ga.wrap._pins_of(dev)
+        pins = pin_registry(dev)
         with pins.lock:
             del wraps
     """,
@@ -249,7 +251,7 @@ def test_the_harness_sees_output_and_late_frees(device, tmp_path):
             import atexit
             ptr = dev.impl.allocate(dev.index, "device", 64)
             # registered before gpuarrays' own handler: runs after it, during shutdown
-            atexit.unregister(ga.lifecycle._at_exit)
+            atexit.unregister(lifecycle._at_exit)
             atexit.register(lambda: watch.free(dev.index, "device", ptr, 64))
-            atexit.register(ga.lifecycle._at_exit)
+            atexit.register(lifecycle._at_exit)
         """, tmp_path)

@@ -1,4 +1,4 @@
-"""Fault injection at every back-end call of representative operations (SPEC 6, 9, 10).
+"""Fault injection at every back-end call of representative operations.
 
 For each operation, a clean run records the ordered back-end calls it makes.
 Then, for every position N in that sequence, the operation is run again with

@@ -1,4 +1,4 @@
-"""Allocation history (SPEC 6): start/stop/snapshot/dump, events, stacks."""
+"""Allocation history: start/stop/snapshot/dump, events, stacks."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpuarrays as ga
-from gpuarrays.pool import round_size
+from gpuarrays._memory.pool import round_size
 
 EVENT_KEYS = {"action", "time", "device", "size", "address", "kind"}
 
@@ -239,5 +239,5 @@ def test_history_overhead_is_off_when_stopped(device, history):
     # Stopping really detaches the recorder from the allocator.
     history.start()
     history.stop()
-    from gpuarrays._state import state
+    from gpuarrays._memory.state import state
     assert state.history is None

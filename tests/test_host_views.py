@@ -1,4 +1,4 @@
-"""Host views (SPEC 8.3): a.host_view() and np.asarray(a).
+"""Host views: a.host_view() and np.asarray(a).
 
 Zero-copy for "host"/"unified" memory, keep-alive through the storage's refcount
 (the NumPy array holds a handle), TypeError pointing to .get() for "device" memory.

@@ -1,4 +1,4 @@
-"""Memory kinds (SPEC 3) and host views (SPEC 8.3), on every device and kind.
+"""Memory kinds and host views, on every device and kind.
 
 Every creation function takes ``kind=`` and the array reports it; only
 ``"host"`` and ``"unified"`` memory can be viewed from NumPy without a copy,

@@ -1,4 +1,4 @@
-"""Derived arrays (SPEC 4.2) against NumPy as the oracle, on every device.
+"""Derived arrays against NumPy as the oracle, on every device.
 
 Every derived array must be a ``GPUArray`` over its parent's storage (one more
 handle) with exactly NumPy's shape, strides, byte offset, flags and values;
@@ -43,7 +43,7 @@ def check_derived(g, n, r_ga, r_np, refcount_before):
     """``r_ga`` (from ``g``) matches ``r_np`` (from ``n``), view iff NumPy's is a view."""
     assert type(r_ga) is ga.GPUArray
     is_view = root(r_np) is root(n)
-    if r_ga is g:  # reshape to the same shape returns the array itself (SPEC 4.2)
+    if r_ga is g:  # reshape to the same shape returns the array itself (docs/design.md, "The storage model")
         assert r_np.shape == n.shape and is_view
         assert g.storage.refcount == refcount_before
         # NumPy may pick other strides for length-1 axes; the layout is g's own

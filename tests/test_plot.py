@@ -1,4 +1,4 @@
-"""Memory timelines (SPEC 6): gpuarrays.plot.plot_snapshot and ``gpuarrays plot``."""
+"""Memory timelines: gpuarrays.cli.plot.plot_snapshot and ``gpuarrays plot``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import gpuarrays as ga
-from gpuarrays.plot import plot_snapshot, timeline
+from gpuarrays.cli.plot import plot_snapshot, timeline
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -189,7 +189,7 @@ def test_cli_plot(device, snapshot, tmp_path):
 
 
 def test_cli_plot_without_matplotlib_names_the_extra(device, snapshot, tmp_path):
-    # Regression: the command caught ImportError only around importing gpuarrays.plot,
+    # Regression: the command caught ImportError only around importing gpuarrays.cli.plot,
     # which imports matplotlib lazily, so a missing matplotlib gave a traceback.
     snap = tmp_path / "snap.json"
     snap.write_text(json.dumps(snapshot), encoding="utf-8")

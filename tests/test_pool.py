@@ -1,4 +1,4 @@
-"""The memory manager (SPEC 6): pool reuse, trim, queued frees, threads, limits, the ladder.
+"""The memory manager: pool reuse, trim, queued frees, threads, limits, the ladder.
 
 Every behavioural test runs on every device.  Back-end calls are counted (and
 failed on purpose) with the wrapper of ``faults.py`` around the real back-end.
@@ -19,8 +19,8 @@ import pytest
 from faults import PRIMITIVES, FaultyBackend, inject
 
 import gpuarrays as ga
+from gpuarrays._memory.pool import GRANULARITY, LADDER_STEPS, round_size
 from gpuarrays.backends.base import Backend
-from gpuarrays.pool import GRANULARITY, LADDER_STEPS, round_size
 
 KiB = 1024
 faulty = faults.faulty  # the fixture: a FaultyBackend installed on the test's device

@@ -1,4 +1,4 @@
-"""PyOpenCL interop (SPEC 8.4): the allocator plug-in, to_pyopencl / from_pyopencl.
+"""PyOpenCL interop: the allocator plug-in, to_pyopencl / from_pyopencl.
 
 Runs on the opencl back-end (PoCL's CPU device in CI).  Real PyOpenCL arrays
 and kernels throughout; NumPy is the oracle for values.
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gpuarrays as ga
-from gpuarrays.pool import round_size
+from gpuarrays._memory.pool import round_size
 
 ocl = pytest.importorskip("gpuarrays.interop.pyopencl")
 

@@ -1,4 +1,4 @@
-"""Storage and release (SPEC 5): handles, local and forced frees, GC, freed-array errors,
+"""Storage and release: handles, local and forced frees, GC, freed-array errors,
 storage attributes and memory-overlap questions, on every device and kind."""
 
 from __future__ import annotations

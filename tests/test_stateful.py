@@ -1,4 +1,4 @@
-"""Stateful fuzzing of the public API against a NumPy shadow model (SPEC 5, 6, 7, 9).
+"""Stateful fuzzing of the public API against a NumPy shadow model.
 
 A hypothesis ``RuleBasedStateMachine`` allocates (every kind, every dtype the
 device holds, zero-size shapes too), derives (basic indices, reshapes,
@@ -48,14 +48,20 @@ from faults import inject
 from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import basic_indices
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 from strategies import ALL_DTYPES, values
 
 import gpuarrays as ga
-from gpuarrays import wrap as ga_wrap
-from gpuarrays.pool import round_size
+from gpuarrays._memory import pins as ga_wrap
+from gpuarrays._memory.pool import round_size
 
-HAVE_DLPACK = importlib.util.find_spec("gpuarrays.interop.dlpack") is not None
+HAVE_DLPACK = importlib.util.find_spec("gpuarrays._array.dlpack") is not None
 VIEW_DTYPES = [np.dtype(t) for t in ("i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8")]
 DERIVE_OPS = ["index", "reshape", "view", "transpose", "T", "swapaxes", "squeeze",
               "expand_dims", "ravel", "diagonal", "broadcast_to", "real", "imag"]
@@ -564,7 +570,7 @@ class ReliabilityMachine(RuleBasedStateMachine):
         except BufferError:
             capsule = None
         if capsule is None:
-            # Refused: a read-only view as a legacy capsule (SPEC 8.2), or an element type
+            # Refused: a read-only view as a legacy capsule (docs/design.md, "Foreign memory"), or an element type
             # NumPy's DLPack cannot describe (structured) on the cpu back-end.
             if rec.arr.flags.writeable and rec.arr.dtype.kind != "V":
                 raise Violation(f"DLPack export of a writeable {rec.arr.dtype} array refused")

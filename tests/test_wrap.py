@@ -1,4 +1,4 @@
-"""Foreign memory: ``ga.unsafe_wrap`` and ``ga.pointer_info`` (SPEC 8.1), on every device.
+"""Foreign memory: ``ga.unsafe_wrap`` and ``ga.pointer_info``, on every device.
 
 Back-end calls (``free``, ``register_host``, ``unregister_host``) are counted
 with the fault wrapper of ``faults.py`` around the real back-end.
@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import gpuarrays as ga
+from gpuarrays._memory.pins import pin_count
 
 faulty = faults.faulty  # the fixture: a FaultyBackend installed on the test's device
 
@@ -418,7 +419,7 @@ def test_wrapped_device_memory_has_no_host_view(device):
 # pins ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("own_memory", [False, True], ids=["numpy", "malloc-owned"])
 def test_pins_balance_over_overlapping_wraps(device, faulty, own_memory):
-    pins = ga.wrap.pin_count
+    pins = pin_count
     registers = device.impl.needs_host_registration and detects_host(device)
     assert pins(device) == {}
     if own_memory and device.backend != "cpu":
@@ -464,12 +465,12 @@ def test_pins_of_partly_overlapping_and_disjoint_wraps_balance(device, faulty):
     arrays = [ga.unsafe_wrap(p + lo, (size,), np.uint8, device=device, kind=kind, owner=n)
               for lo, size in [(0, 100), (50, 100), (200, 56), (210, 10), (0, 100)]]
     if device.impl.needs_host_registration and detects_host(device):
-        assert sum(ga.wrap.pin_count(device).values()) == 5
+        assert sum(pin_count(device).values()) == 5
         assert faulty.calls["register_host"] >= 2
     for i in (4, 0, 2, 1, 3):
         arrays[i].free()
         gc.collect()
-    assert ga.wrap.pin_count(device) == {}
+    assert pin_count(device) == {}
     assert faulty.calls["unregister_host"] == faulty.calls["register_host"]
 
 
@@ -478,7 +479,7 @@ def test_no_pin_for_memory_gpuarrays_allocated(device, faulty):
         x = ga.zeros(64, device=device, kind=kind)
         w = ga.unsafe_wrap(x.storage.ptr, (64,), device=device)
         del w
-    assert faulty.calls["register_host"] == 0 and ga.wrap.pin_count(device) == {}
+    assert faulty.calls["register_host"] == 0 and pin_count(device) == {}
 
 
 # wraps are not allocations -------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Writes, copies, conversions and host round trips (SPEC 4.2 scalar access, 4.3), NumPy as oracle."""
+"""Writes, copies, conversions and host round trips, NumPy as oracle."""
 
 from __future__ import annotations
 

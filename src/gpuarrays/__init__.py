@@ -1,15 +1,14 @@
 """gpuarrays: device arrays whose memory is managed correctly and fast on every back-end.
 
-``import gpuarrays as ga``.  See docs/guide.md for the storage model.
+``import gpuarrays as ga``.  The public API is exactly ``__all__`` (plus the public
+subpackage ``gpuarrays.interop``); everything under an underscore name is internal.
+docs/guide.md explains the storage model, docs/design.md the contract and the layers.
 """
 
-from __future__ import annotations
-
-from .array import GPUArray
-from .backends.base import PointerInfo
-from .cache import AllocCache, cached, uncached
-from .creation import (
+from ._array.array import GPUArray
+from ._array.creation import (
     arange,
+    array,
     asarray,
     empty,
     empty_like,
@@ -21,19 +20,8 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .devices import Device, backends, devices, get_device, use_device
-from .dtypes import check_dtype
-from .errors import (
-    BackendError,
-    CacheInUseError,
-    DeviceResetError,
-    FreedArrayError,
-    GPUArraysError,
-    GPUArraysWarning,
-    OutOfMemoryError,
-    UnsupportedDTypeError,
-)
-from .functions import (
+from ._array.dlpack import from_dlpack
+from ._array.functions import (
     broadcast_to,
     copyto,
     expand_dims,
@@ -43,11 +31,23 @@ from .functions import (
     shares_memory,
     unsafe_free,
 )
-from .history import memory_history
-from .interop.dlpack import from_dlpack
-from .lifecycle import device_reset, register_reset_hook
-from .sizes import parse_size
-from .stats import (
+from ._array.wrap import pointer_info, unsafe_wrap
+from ._common.errors import (
+    BackendError,
+    CacheInUseError,
+    DeviceResetError,
+    FreedArrayError,
+    GPUArraysError,
+    GPUArraysWarning,
+    OutOfMemoryError,
+    UnsupportedDTypeError,
+)
+from ._common.sizes import parse_size
+from ._memory.cache import AllocCache, cached, uncached
+from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
+from ._memory.history import memory_history
+from ._memory.lifecycle import device_reset, register_reset_hook
+from ._memory.stats import (
     memory_stats,
     memory_status,
     record_allocations,
@@ -56,19 +56,16 @@ from .stats import (
     synchronize,
     trim,
 )
-from .storage import Storage
-from .wrap import pointer_info, unsafe_wrap
+from ._memory.storage import Storage
+from .backends.base import PointerInfo
 
 __version__ = "0.1.0"
-
-
-
 
 __all__ = [
     "GPUArray", "Storage", "Device", "PointerInfo", "AllocCache",
     "backends", "devices", "get_device", "use_device",
-    "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like",
-    "arange", "asarray", "to_numpy", "from_dlpack",
+    "array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
+    "full_like", "arange", "asarray", "to_numpy", "from_dlpack",
     "reshape", "broadcast_to", "moveaxis", "expand_dims", "copyto",
     "shares_memory", "may_share_memory", "unsafe_free", "unsafe_wrap", "pointer_info",
     "check_dtype", "cached", "uncached",
@@ -78,3 +75,10 @@ __all__ = [
     "GPUArraysError", "FreedArrayError", "DeviceResetError", "OutOfMemoryError",
     "UnsupportedDTypeError", "CacheInUseError", "BackendError", "GPUArraysWarning",
 ]
+
+_PUBLIC_SUBPACKAGES = ("interop",)
+
+
+def __dir__() -> list[str]:
+    """Public names only: ``__all__`` and the public subpackages (not internal modules)."""
+    return sorted(set(__all__) | set(_PUBLIC_SUBPACKAGES))

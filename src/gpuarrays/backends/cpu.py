@@ -4,7 +4,7 @@ Memory comes from ``malloc``/``free`` (through ctypes), so addresses are real
 and get reused the way a device's are.  Kernels run NumPy on views of the raw
 memory.  ``reset`` frees every allocation this back-end made, as a driver
 does.  The back-end keeps no policy: the core decides what may be exposed to
-NumPy (only ``host``/``unified`` memory, SPEC 8.3).
+NumPy (only ``host``/``unified`` memory, docs/design.md ("Foreign memory")).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import threading
 
 import numpy as np
 
-from .._raw import extent, ndarray_at
-from ..errors import BackendError
+from .._common.errors import BackendError
+from .._common.raw import extent, ndarray_at
 from .base import KINDS, BackendOutOfMemory, DeviceInfo, PointerInfo, RawView
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
@@ -48,14 +48,14 @@ def _bytes_at(base: int, offsets: np.ndarray, itemsize: int) -> tuple[np.ndarray
 
 
 class CpuBackend:
-    """Host memory from the C allocator, all three kinds (SPEC 2.1)."""
+    """Host memory from the C allocator, all three kinds (docs/design.md, "The back-end interface")."""
 
     name = "cpu"
     needs_host_registration = True  # tracked only, so the shared pin logic is exercised
 
     def __init__(self) -> None:
         # Re-entrant: free() may run in a finalizer that interrupts this thread inside
-        # another locked section (SPEC 5: finalizers never block on the caller's lock).
+        # another locked section (finalizers never block on the caller's lock).
         self._lock = threading.RLock()
         self._starts: list[int] = []  # sorted allocation addresses
         self._allocs: dict[int, tuple[int, str]] = {}  # ptr -> (nbytes, kind)

@@ -1,6 +1,6 @@
 """The cuda back-end: NVIDIA's ``cuda-bindings`` (driver API) and NVRTC.
 
-Decisions (SPEC 2.1):
+Decisions (docs/design.md, "The back-end interface"):
 
 * **Contexts**: every device uses its *primary* context (the one the CUDA
   runtime, CuPy, PyTorch and Numba use too), retained on first use.  Each call
@@ -55,7 +55,7 @@ Decisions (SPEC 2.1):
   the value's bytes repeat with period 1, 2 or 4; every other fill is a kernel.
 * **Errors**: ``CUDA_ERROR_OUT_OF_MEMORY`` becomes
   :class:`~gpuarrays.backends.base.BackendOutOfMemory` (the pool runs its
-  ladder), every other failure a :class:`~gpuarrays.errors.BackendError` with
+  ladder), every other failure a :class:`~gpuarrays._common.errors.BackendError` with
   the call, the ``CUresult`` name and the driver's error string
   (:func:`cuda_error`).
 * **Reset** is ``cuDevicePrimaryCtxReset`` (every allocation, registration,
@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import BackendError
+from .._common.errors import BackendError
 from . import _kernels
 from ._kernels import (
     SCALARS,
@@ -542,7 +542,7 @@ class _Attrs:
 
 
 class CudaBackend(DeviceOps):
-    """NVIDIA devices through the driver API; see the module docstring (SPEC 2.1)."""
+    """NVIDIA devices through the driver API; see the module docstring."""
 
     name = "cuda"
     needs_host_registration = True

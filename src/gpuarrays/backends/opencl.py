@@ -1,6 +1,6 @@
 """The opencl back-end: PyOpenCL for devices, contexts and queues; SVM through ctypes.
 
-Decisions (SPEC 2.1):
+Decisions (docs/design.md, "The back-end interface"):
 
 * **Memory is shared virtual memory**, so every allocation has an integer
   address: ``"device"`` is coarse-grained SVM, ``"unified"`` and ``"host"`` are
@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import BackendError
+from .._common.errors import BackendError
 from . import _kernels
 from .base import BackendOutOfMemory, BackendUnavailable, DeviceInfo, PointerInfo, RawView
 
@@ -263,7 +263,7 @@ class _DeviceState:
 
 
 class OpenCLBackend(_kernels.DeviceOps):
-    """OpenCL devices through SVM; see the module docstring (SPEC 2.1)."""
+    """OpenCL devices through SVM; see the module docstring."""
 
     name = "opencl"
     # clEnqueueSVMMemcpy uses any host address directly; OpenCL cannot pin foreign memory.
@@ -650,7 +650,7 @@ def _has_fp16(cl, dev, extensions: list[str]) -> bool:
     without the extension), but ``supports(float16)`` promises more: that code
     on the device -- PyOpenCL kernels over our arrays, for instance -- can
     compute with it.  So a device without half arithmetic (PoCL's CPU device)
-    refuses float16 arrays, as SPEC 2 says.
+    refuses float16 arrays, as docs/design.md ("The back-end interface") says.
     """
     if "cl_khr_fp16" in extensions:
         return True

@@ -1,4 +1,4 @@
-"""CuPy interop (SPEC 8.4): CuPy allocates through gpuarrays' pools and caches.
+"""CuPy interop: CuPy allocates through gpuarrays' pools and caches.
 
 * :func:`malloc` -- an allocator with the signature CuPy expects
   (``size -> cupy.cuda.MemoryPointer``), for ``cupy.cuda.set_allocator(malloc)``
@@ -36,8 +36,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from ..array import new_array
-from ..devices import Device, get_device
+from .._array.array import new_array
+from .._memory.devices import Device, get_device
 
 __all__ = ["malloc", "allocator", "set_allocator", "using_allocator"]
 

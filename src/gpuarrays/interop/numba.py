@@ -1,4 +1,4 @@
-"""Numba CUDA interop (SPEC 8.4): an External Memory Management (EMM) plug-in.
+"""Numba CUDA interop: an External Memory Management (EMM) plug-in.
 
 With the plug-in, every device allocation Numba makes (``cuda.device_array``,
 ``cuda.to_device``, temporaries of reductions ...) is a ``uint8`` GPUArray on
@@ -32,8 +32,8 @@ import inspect
 
 import numpy as np
 
-from ..array import new_array
-from ..devices import get_device
+from .._array.array import new_array
+from .._memory.devices import get_device
 
 __all__ = ["set_memory_manager"]  # and GpuArraysMemoryManager, made lazily (__getattr__)
 

@@ -1,4 +1,4 @@
-"""PyOpenCL interop (SPEC 8.4): an allocator plug-in and zero-copy views both ways.
+"""PyOpenCL interop: an allocator plug-in and zero-copy views both ways.
 
 * :class:`Allocator` -- ``allocator(nbytes)`` as ``pyopencl.array`` calls it
   (``pyopencl.array.empty(queue, shape, dtype, allocator=Allocator(dev))``).
@@ -47,10 +47,10 @@ import threading
 
 import numpy as np
 
-from .._raw import extent
-from ..array import GPUArray, new_array, wrap_storage
-from ..devices import get_device
-from ..errors import DeviceResetError
+from .._array.array import GPUArray, new_array, wrap_storage
+from .._common.errors import DeviceResetError
+from .._common.raw import extent
+from .._memory.devices import get_device
 
 __all__ = ["Allocator", "context_and_queue", "to_pyopencl", "from_pyopencl"]
 
@@ -100,7 +100,7 @@ def _opencl_device(device):
     if device is None:
         dev = get_device()
         if dev.backend != "opencl":
-            from ..devices import devices
+            from .._memory.devices import devices
 
             try:
                 return devices("opencl")[0]
@@ -245,7 +245,7 @@ def to_pyopencl(a: GPUArray, queue=None):
 
 def _device_of_context(context):
     """The opencl device whose current context is ``context``, else None."""
-    from ..devices import devices
+    from .._memory.devices import devices
 
     try:
         candidates = devices("opencl")
@@ -311,12 +311,12 @@ def from_pyopencl(arr, *, device=None, kind: str | None = None, copy: bool | Non
         if kind is None:
             info = dev.impl.pointer_info(base.svm_ptr)
             kind = "device" if info is None else info.kind
-        from ..wrap import unsafe_wrap
+        from .._array.wrap import unsafe_wrap
 
         result = unsafe_wrap(base.svm_ptr + offset, shape, dtype, strides=strides, device=dev,
                              kind=kind, owner=base)
     elif base is None or arr.size == 0:  # no memory at all (zero-size)
-        from ..creation import empty
+        from .._array.creation import empty
 
         dev = _device_of_context(arr.context) if device is None else get_device(device)
         return empty(shape, dtype, device=dev or _opencl_device(None),
@@ -328,7 +328,7 @@ def from_pyopencl(arr, *, device=None, kind: str | None = None, copy: bool | Non
                 f"no address to share; allocate it with gpuarrays.interop.pyopencl.Allocator "
                 f"(SVM) or allow a copy"
             )
-        from ..creation import asarray
+        from .._array.creation import asarray
 
         if device is None:
             device = _device_of_context(arr.context) or _opencl_device(None)

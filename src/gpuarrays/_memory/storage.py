@@ -1,4 +1,4 @@
-"""The shared, reference-counted allocation behind every array (SPEC 5).
+"""The shared, reference-counted allocation behind every array.
 
 Two layers of ownership, as in GPUArrays.jl: one :class:`Storage` per
 allocation counts handles; every array holds exactly one handle with its own
@@ -15,9 +15,9 @@ the hot paths read ``epoch.live`` on every use of an array.
 
 from __future__ import annotations
 
-from . import _core
-from ._core import Epoch
-from .errors import DeviceResetError, FreedArrayError
+from .. import _core
+from .._common.errors import DeviceResetError, FreedArrayError
+from .._core import Epoch
 
 __all__ = ["Storage", "Epoch", "FREED_LOCAL", "FREED_FORCED", "FREED_CACHE"]
 

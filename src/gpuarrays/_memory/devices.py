@@ -1,4 +1,4 @@
-"""Devices and back-end discovery (SPEC 2).
+"""Devices and back-end discovery.
 
 A :class:`Device` is a singleton per ``(backend, index)``; it carries its
 back-end object and its memory manager (``pool.MemoryManager``).  The current
@@ -16,14 +16,16 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from ._gate import UsageGate
-from .backends.base import Backend, BackendUnavailable
-from .dtypes import device_lacks
-from .errors import UnsupportedDTypeError
+from .._common.dtypes import device_lacks, normalize_dtype
+from .._common.errors import UnsupportedDTypeError
+from ..backends.base import Backend, BackendUnavailable
+from .gate import UsageGate
+from .pool import MemoryManager
 
-__all__ = ["Device", "backends", "devices", "get_device", "use_device", "default_device"]
+__all__ = ["Device", "backends", "check_dtype", "devices", "get_device", "use_device", "default_device"]
 
-# Preference order (SPEC 2); a back-end is one module with a load() function.
+# Preference order; a back-end is one module with a load() function
+# (docs/design.md, "The back-end interface").
 _BACKEND_MODULES = (
     ("cuda", "gpuarrays.backends.cuda"),
     ("opencl", "gpuarrays.backends.opencl"),
@@ -45,8 +47,6 @@ class Device:
                  "memory", "gate", "_accepts", "_str")
 
     def __init__(self, backend: str, index: int, impl: Backend) -> None:
-        from .pool import MemoryManager
-
         info = impl.device_info(index)
         self.backend = backend
         self.index = index
@@ -85,7 +85,6 @@ class Device:
 
     def supports(self, dtype: object) -> bool:
         """Whether this device can hold elements of ``dtype``."""
-        from .dtypes import normalize_dtype
 
         try:
             self.require(normalize_dtype(dtype))
@@ -99,7 +98,6 @@ class Device:
             return self._accepts[dtype]
         except (KeyError, TypeError):
             pass
-        from .dtypes import normalize_dtype
 
         dt = normalize_dtype(dtype)
         self.require(dt)
@@ -221,7 +219,7 @@ def _parse(spec: str) -> Device:
 
 
 def default_device() -> Device:
-    """``GPUARRAYS_DEVICE``, else the first accelerator, else ``cpu:0`` (SPEC 2)."""
+    """``GPUARRAYS_DEVICE``, else the first accelerator, else ``cpu:0``."""
     if _default:
         return _default[0]
     env = os.environ.get("GPUARRAYS_DEVICE")
@@ -280,3 +278,13 @@ def use_device(spec: Device | str) -> Iterator[Device]:
 def loaded_devices() -> list[Device]:
     """Devices that have been used (created) so far."""
     return list(_devices.values())
+
+
+def check_dtype(dtype: object, device: object = None) -> np.dtype:
+    """Normalise ``dtype`` and check that ``device`` (default: current) can hold it.
+
+    Returns the ``numpy.dtype``.  Raises ``UnsupportedDTypeError``.
+    """
+    dt = normalize_dtype(dtype)
+    get_device(device).require(dt)
+    return dt

@@ -1,4 +1,4 @@
-"""Allocation caches that never alias (SPEC 7).
+"""Allocation caches that never alias.
 
 Inside ``with ga.cached(cache):`` every allocation is served by ``cache``:
 buffers are keyed by (device, kind, exact byte size) and a buffer is handed
@@ -20,11 +20,11 @@ import weakref
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from . import _core
-from ._state import state
-from .errors import CacheInUseError, GPUArraysWarning
+from .. import _core
+from .._common.errors import CacheInUseError, GPUArraysWarning
+from .._common.sizes import format_bytes
 from .pool import ladder_hooks, usage_hooks
-from .sizes import format_bytes
+from .state import state
 from .storage import FREED_CACHE
 
 __all__ = ["AllocCache", "cached", "uncached", "current_cache"]

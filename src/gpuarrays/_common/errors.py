@@ -1,4 +1,4 @@
-"""The error hierarchy of gpuarrays (SPEC 10).
+"""The error hierarchy of gpuarrays.
 
 Every error derives from :class:`GPUArraysError` and from the built-in class a
 careful user would catch (``MemoryError`` for out-of-memory, ``TypeError`` for

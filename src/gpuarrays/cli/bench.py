@@ -1,4 +1,4 @@
-"""Micro-benchmarks of SPEC 12, side by side in one process (``gpuarrays bench``).
+"""Micro-benchmarks side by side in one process (``gpuarrays bench``); targets in docs/design.md.
 
 One implementation, used by ``gpuarrays bench`` and by ``python benchmarks/run.py``.
 Every figure is the median, over many repetitions, of the mean time per
@@ -183,7 +183,7 @@ def _pyopencl(dev):
     except ImportError:
         return None
     try:
-        from .interop.pyopencl import context_and_queue
+        from ..interop.pyopencl import context_and_queue
 
         ctx, queue = context_and_queue(dev)
     except ImportError:
@@ -396,9 +396,9 @@ def _bench_dlpack(dev, settings, libs, rows, targets) -> None:
     ns = {"np": np, "ga": ga, "a": a, "h": h, "torch": torch, "dev": dev}
     skipped = None
     try:
-        from .interop import dlpack  # noqa: F401
+        from .._array import dlpack  # noqa: F401
     except ImportError as e:
-        skipped = f"gpuarrays.interop.dlpack is not available ({e})"
+        skipped = f"gpuarrays._array.dlpack is not available ({e})"
     if skipped is None:
         try:
             np.from_dlpack(a)
@@ -430,7 +430,7 @@ def _bench_dlpack(dev, settings, libs, rows, targets) -> None:
 
 
 def _bench_copy(dev, settings, libs, rows, targets) -> None:
-    from .sizes import format_bytes
+    from .._common.sizes import format_bytes
 
     for nbytes in settings.copy_sizes:
         h = np.ones(nbytes // 4, np.float32)
@@ -540,7 +540,7 @@ def _fmt(value: float | None, unit: str) -> str:
             return f"{value / 1e3:.2f} us"
         return f"{value / 1e6:.2f} ms"
     if unit == "bytes":
-        from .sizes import format_bytes
+        from .._common.sizes import format_bytes
 
         return format_bytes(int(value))
     if unit == "GB/s":
@@ -559,7 +559,7 @@ def _table(header: list[str], body: list[list[str]]) -> list[str]:
 
 
 def format_report(result: dict) -> str:
-    """The human-readable report: one table per group, then the SPEC 12 targets."""
+    """The human-readable report: one table per group, then the Targets."""
     lines = [f"gpuarrays bench on {result['device']} ({result['device_name']}), "
              f"{result['settings']['name']} settings: median of "
              f"{result['settings']['repeat']} repetitions per figure",
@@ -596,7 +596,7 @@ def format_report(result: dict) -> str:
                          + ", ".join(f"{v}" for v in blocks.values()))
     if result["targets"]:
         lines.append("")
-        lines.append("SPEC 12 targets (ratio = gpuarrays / reference; lower is better):")
+        lines.append("Targets (ratio = gpuarrays / reference; lower is better):")
         body = []
         for t in result["targets"]:
             verdict = {True: "ok", False: "MISSED", None: "n/a"}[t["met"]]

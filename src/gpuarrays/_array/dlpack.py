@@ -1,4 +1,4 @@
-"""DLPack producer and consumer (SPEC 8.2), following the Python array API standard.
+"""DLPack producer and consumer, following the Python array API standard.
 
 Producer (``a.__dlpack__`` / ``a.__dlpack_device__``)
 -----------------------------------------------------
@@ -72,21 +72,25 @@ or False -- takes a short path with the same checks.
 from __future__ import annotations
 
 import ctypes
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._state import state
-from ..array import GPUArray, wrap_storage
-from ..devices import devices, get_device
-from ..storage import Storage
-from ..wrap import WrapHome
+from .._memory.devices import devices, get_device
+from .._memory.state import state
+from .._memory.storage import Storage
+from .make import ArrayBase, wrap_storage
+from .wrap import WrapHome
 
 try:
     from .. import _dlpack as _c
 except ImportError as e:  # pragma: no cover - a source checkout that was never built
     raise ImportError(
-        f"gpuarrays.interop.dlpack needs the compiled extension gpuarrays._dlpack ({e}); "
+        f"gpuarrays._array.dlpack needs the compiled extension gpuarrays._dlpack ({e}); "
         f"build it with `pip install -e .` (or `python setup.py build_ext --inplace`)") from e
+
+if TYPE_CHECKING:
+    from .array import GPUArray
 
 __all__ = [
     "export", "device_of", "from_dlpack",
@@ -425,7 +429,7 @@ def _wrap(p: _Parsed, dev) -> GPUArray:
     if p.device[0] == kDLCPU:
         return _wrap_host(p.owner, p.dtype, p.ptr, p.shape, p.strides, p.lo, p.nbytes,
                           p.writeable, dev)
-    from ..wrap import unsafe_wrap
+    from .wrap import unsafe_wrap
 
     try:
         a = unsafe_wrap(p.ptr, p.shape, p.dtype, strides=p.strides, device=dev, owner=p.owner)
@@ -482,7 +486,7 @@ def from_dlpack(x, *, device=None, copy=None) -> GPUArray:
     ``copy=True`` always copies; ``copy=False`` raises ``ValueError`` when a
     copy is needed.  Read-only producers give read-only arrays.
     """
-    if ((copy is None or copy is False) and type(x) is not GPUArray
+    if ((copy is None or copy is False) and not isinstance(x, ArrayBase)
             and (device is None or device is _CPU_DEV or _is_cpu0(device))):
         # Hot path: host memory (a NumPy array, a CPU tensor) imported as it is.
         try:
@@ -521,7 +525,7 @@ def _from_dlpack(x, device, copy) -> GPUArray:
     if copy not in (None, True, False):
         raise ValueError(f"copy must be None, True or False, got {copy!r}")
     target = None if device is None else get_device(device)
-    if isinstance(x, GPUArray):
+    if isinstance(x, ArrayBase):
         return _from_gpuarray(x, target, copy)
     if _is_capsule(x):
         p = _take(x)

@@ -1,17 +1,19 @@
-"""The command line: ``gpuarrays info | demo | bench | plot`` (SPEC 11)."""
+"""The command line: ``gpuarrays info | demo | bench | plot``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from . import commands
+
 __all__ = ["main"]
 
 
 def _info(args: argparse.Namespace) -> int:
     import gpuarrays as ga
-    from gpuarrays.devices import _load, default_device, unavailable_backends
-    from gpuarrays.sizes import format_bytes
+    from gpuarrays._common.sizes import format_bytes
+    from gpuarrays._memory.devices import _load, default_device, unavailable_backends
 
     print(f"gpuarrays {ga.__version__}")
     print(f"back-ends: {', '.join(ga.backends())}")
@@ -22,7 +24,7 @@ def _info(args: argparse.Namespace) -> int:
             print(f"  {name}: left out {dev} ({why})")
     import os
 
-    from gpuarrays.pool import GRANULARITY
+    from gpuarrays._memory.pool import GRANULARITY
 
     env = {k: os.environ[k] for k in ("GPUARRAYS_DEVICE", "GPUARRAYS_MEMORY_LIMIT")
            if k in os.environ}
@@ -47,12 +49,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="back-ends, devices, memory, kinds, limits").set_defaults(
         func=_info)
-    try:
-        from . import cli_commands
-    except ImportError:
-        cli_commands = None
-    if cli_commands is not None:
-        cli_commands.add_commands(sub)
+    commands.add_commands(sub)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""Memory timelines: used memory over time, stacked by allocation site (SPEC 6).
+"""Memory timelines: used memory over time, stacked by allocation site.
 
 ``plot_snapshot(ga.memory_history.snapshot(), "timeline.png")`` replays the
 snapshot's events (``alloc`` adds a block, ``free`` removes it, ``reset``

@@ -1,4 +1,4 @@
-"""The CUDA Array Interface, version 3 (SPEC 8.2): the part shared by every CUDA back-end.
+"""The CUDA Array Interface, version 3: the part shared by every CUDA back-end.
 
 * :func:`interface` -- the ``__cuda_array_interface__`` dict of a CUDA array
   (``shape``, ``typestr``, ``descr``, ``strides`` (``None`` when C-contiguous),
@@ -17,12 +17,16 @@ Both need a device of the ``cuda`` back-end; the dict logic itself
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from .._raw import c_strides, extent, is_c_contiguous
-from ..array import GPUArray
-from ..devices import devices, get_device
-from ..dtypes import normalize_dtype
+from .._common.dtypes import normalize_dtype
+from .._common.raw import c_strides, extent, is_c_contiguous
+from .._memory.devices import devices, get_device
+
+if TYPE_CHECKING:
+    from .array import GPUArray
 
 __all__ = ["interface", "import_interface", "build", "parse", "Described"]
 
@@ -179,7 +183,7 @@ def import_interface(obj, device=None) -> GPUArray:
     belongs to).  ``ValueError`` when no CUDA device exists or ``device`` is not
     one.  Read-only interfaces give read-only arrays.
     """
-    from ..wrap import pointer_info, unsafe_wrap
+    from .wrap import pointer_info, unsafe_wrap
 
     d = parse(obj.__cuda_array_interface__)
     cuda = _cuda_devices()

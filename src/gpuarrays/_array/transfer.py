@@ -16,12 +16,12 @@ import warnings
 
 import numpy as np
 
-from . import array as _array
-from ._raw import extent, ndarray_at
-from .backends.base import RawView
+from .._common.raw import extent, ndarray_at
+from ..backends.base import RawView
 from .layout import broadcast_strides, normalize_shape
+from .make import ArrayBase, new_array
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # gpuarrays/
 
 HOST_KINDS = ("host", "unified")
 
@@ -43,7 +43,7 @@ def _impl(a):
 
 
 def _temp_like(shape: tuple, dtype: np.dtype, device, kind: str = "device"):
-    return _array.new_array(shape, dtype, device, kind)
+    return new_array(shape, dtype, device, kind)
 
 
 def _byte_range(view: RawView) -> tuple[int, int]:
@@ -97,7 +97,7 @@ def copy_raw(dst, src) -> None:
 
 def assign(dst, value) -> None:
     """``dst[...] = value``: a GPUArray, NumPy array, sequence or scalar, broadcast."""
-    if isinstance(value, _array.GPUArray):
+    if isinstance(value, ArrayBase):
         if value.device == dst.device:
             copy_raw(dst, value)
             return
@@ -139,11 +139,11 @@ def copy(src, dtype: np.dtype, order: str = "C"):
     """A new array with ``src``'s values converted to ``dtype``, C- or F-ordered."""
     src._live()
     if order == "F" and src.ndim > 1:
-        reversed_c = _array.new_array(src.shape[::-1], dtype, src.device, src.kind)
+        reversed_c = new_array(src.shape[::-1], dtype, src.device, src.kind)
         out = reversed_c.T  # Fortran order: the transpose of a C array of reversed shape
         reversed_c.free()
     else:
-        out = _array.new_array(src.shape, dtype, src.device, src.kind)
+        out = new_array(src.shape, dtype, src.device, src.kind)
     try:
         copy_raw(out, src)
     except BaseException:
@@ -193,7 +193,7 @@ def to_device(src, device, kind: str | None):
     if device == src.device and kind == src.kind:
         return src
     device.require(src.dtype)  # the target may lack float64/float16
-    out = _array.new_array(src.shape, src.dtype, device, kind)
+    out = new_array(src.shape, src.dtype, device, kind)
     try:
         if device == src.device:
             copy_raw(out, src)
@@ -229,7 +229,7 @@ def _offsets(a, key) -> np.ndarray:
         shape[axis] = n
         grid += (np.arange(n, dtype=np.int64) * s).reshape(shape)
     items = key if type(key) is tuple else (key,)
-    host_key = tuple(k.get() if isinstance(k, _array.GPUArray) else k for k in items)
+    host_key = tuple(k.get() if isinstance(k, ArrayBase) else k for k in items)
     return grid[host_key if type(key) is tuple else host_key[0]]
 
 
@@ -243,7 +243,7 @@ def gather(a, key):
     """``a[key]`` for an advanced index: a copy in new storage."""
     st = a._live()
     offsets = _offsets(a, key)
-    out = _array.new_array(normalize_shape(offsets.shape), a.dtype, a.device, a.kind)
+    out = new_array(normalize_shape(offsets.shape), a.dtype, a.device, a.kind)
     impl, index = _impl(a)
     if not hasattr(impl, "gather"):
         out.free()
@@ -264,7 +264,7 @@ def scatter(a, key, value) -> None:
     impl, index = _impl(a)
     if not hasattr(impl, "scatter"):
         raise _not_supported(impl, "scatter")
-    if isinstance(value, _array.GPUArray):
+    if isinstance(value, ArrayBase):
         value = value.get()
     host = np.broadcast_to(np.asarray(value, dtype=a.dtype), offsets.shape)
     staged = np.ascontiguousarray(host)

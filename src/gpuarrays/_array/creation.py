@@ -1,17 +1,18 @@
-"""Creation functions (SPEC 4.1): empty, zeros, ones, full, *_like, arange, asarray."""
+"""Creation functions: empty, zeros, ones, full, *_like, arange, asarray."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import _core, transfer
+from .. import _core
+from .._common.dtypes import normalize_dtype
+from .._common.errors import UnsupportedDTypeError
+from .._memory.devices import Device, _current, _default, get_device
+from . import transfer
 from .array import GPUArray, new_array
-from .devices import Device, _current, _default, get_device
-from .dtypes import normalize_dtype
-from .errors import UnsupportedDTypeError
 from .layout import normalize_shape
 
-__all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
+__all__ = ["array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
            "full_like", "arange", "asarray", "to_numpy"]
 
 _float64 = np.dtype(np.float64)
@@ -100,6 +101,16 @@ def _from_host(host: np.ndarray, dtype, device, kind: str) -> GPUArray:
     return a
 
 
+def array(obj, dtype=None, *, device=None, kind: str | None = None,
+          copy: bool | None = True) -> GPUArray:
+    """A new GPUArray holding a copy of ``obj`` (NumPy's ``array``; keywords as ``asarray``).
+
+    ``copy=True`` (the default) always copies, also from a GPUArray; ``copy=None`` copies
+    only when needed and ``copy=False`` never copies (``ValueError`` when it must).
+    """
+    return asarray(obj, dtype, device=device, kind=kind, copy=copy)
+
+
 def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
             copy: bool | None = None) -> GPUArray:
     """A GPUArray from a GPUArray, NumPy array, sequence, scalar, DLPack producer or
@@ -113,15 +124,15 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
         return _from_gpuarray(obj, dtype, device, kind, copy)
     if not isinstance(obj, np.ndarray):
         if hasattr(obj, "__cuda_array_interface__"):
-            from .interop import cai
+            from . import cai
 
             return _from_gpuarray(cai.import_interface(obj), dtype, device,
                                   "device" if kind is None else kind, copy)
         if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-            from .interop import dlpack
+            from . import dlpack
 
             # Zero-copy import first; the result moves to the asked kind ("device" by
-            # default, SPEC 4.1), which copies unless the producer's memory already is it.
+            # default), which copies unless the producer's memory already is it.
             found = dlpack.from_dlpack(obj, device=device, copy=copy)
             return _from_gpuarray(found, dtype, device, "device" if kind is None else kind,
                                   None if copy else copy)
@@ -131,7 +142,7 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
     try:
         host = np.asarray(obj) if dtype is None else np.asarray(obj, dtype=normalize_dtype(dtype))
     except UnsupportedDTypeError:
-        raise  # its message must start as SPEC 4.4 says
+        raise  # its message starts as docs/design.md ("The storage model") says
     except (TypeError, ValueError) as e:
         raise type(e)(f"cannot make a GPUArray from {type(obj).__name__}: {e}") from None
     return _from_host(host, dtype, device, "device" if kind is None else kind)

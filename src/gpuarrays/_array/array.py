@@ -1,7 +1,7 @@
-"""The array: one class for every array, derived or not (SPEC 4, 5).
+"""The array: one class for every array, derived or not.
 
 A :class:`GPUArray` is a layout (shape, byte strides, byte offset, dtype) over
-a shared :class:`~gpuarrays.storage.Storage` plus one handle on it.  Views,
+a shared :class:`~gpuarrays._memory.storage.Storage` plus one handle on it.  Views,
 reshapes, reinterpretations and transposes are ``GPUArray`` objects over the
 same storage -- never wrappers.  Moving data lives in ``transfer.py``; layout
 arithmetic in ``layout.py``.
@@ -14,16 +14,19 @@ import operator
 
 import numpy as np
 
-from . import _core, transfer
-from ._raw import c_strides, is_c_contiguous, is_f_contiguous
-from .alloc import new_storage
-from .backends.base import RawView
-from .cache import current_cache
-from .devices import get_device
-from .dtypes import normalize_dtype
-from .errors import GPUArraysWarning
+from .. import _core
+from .._common.dtypes import normalize_dtype
+from .._common.errors import GPUArraysWarning
+from .._common.raw import c_strides, is_c_contiguous, is_f_contiguous
+from .._memory.alloc import new_storage
+from .._memory.cache import current_cache
+from .._memory.devices import get_device
+from .._memory.storage import FREED_CACHE, FREED_FORCED, Storage
+from ..backends.base import RawView
+from . import dlpack as _dlpack
+from . import transfer
 from .layout import basic_index, engine, from_engine, normalize_shape
-from .storage import FREED_CACHE, FREED_FORCED, Storage
+from .make import make, new_array, wrap_storage
 
 __all__ = ["GPUArray", "new_array", "wrap_storage"]
 
@@ -53,13 +56,7 @@ class Flags:
                 f"  WRITEABLE : {self.writeable}")
 
 
-_make = _core.make
-"""``_make(storage, shape, strides, offset, dtype, writeable=True, contiguous=None)``: a new
-array object taking one handle on ``storage`` (compiled)."""
-
-new_array = _core.new_array
-"""``new_array(shape, dtype, device, kind)``: a C-contiguous, uninitialised array (shape and
-dtype already normalised).  Compiled: a warm-pool or cache hit never leaves C."""
+_make = make
 
 
 def _new_array_slow(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArray:
@@ -67,12 +64,6 @@ def _new_array_slow(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArra
     itemsize = dtype.itemsize
     return _make(new_storage(device, kind, math.prod(shape) * itemsize), shape,
                  c_strides(shape, itemsize), 0, dtype, True, True)
-
-
-def wrap_storage(storage: Storage, shape: tuple, strides: tuple, dtype: np.dtype,
-                 offset: int = 0, writeable: bool = True) -> GPUArray:
-    """The first array over a storage made by ``wrap``/interop (takes one handle)."""
-    return _make(storage, shape, strides, offset, dtype, writeable)
 
 
 def _is_basic(key: object) -> bool:
@@ -492,7 +483,7 @@ class GPUArray(_core.Array):
         if self._storage.device.backend != "cuda":
             raise AttributeError(f"__cuda_array_interface__ exists only for arrays on CUDA "
                                  f"devices; this one is on {self._storage.device}")
-        from .interop import cai
+        from . import cai
 
         return cai.interface(self)
 
@@ -564,4 +555,3 @@ def _restore(host: np.ndarray, spec: str, kind: str) -> GPUArray:
 _core.configure(array_type=GPUArray, slow_new_array=_new_array_slow, slow_new_storage=new_storage,
                 cache_var=current_cache, warning=GPUArraysWarning)
 
-from .interop import dlpack as _dlpack  # noqa: E402  (it imports this module)

@@ -1,4 +1,4 @@
-"""The subcommands ``demo``, ``bench`` and ``plot`` of ``gpuarrays`` (SPEC 11).
+"""The subcommands ``demo``, ``bench`` and ``plot`` of ``gpuarrays``.
 
 ``gpuarrays.cli`` builds the parser and calls :func:`add_commands`; each
 command's work lives in its own module (``demo.py``, ``bench.py``,
@@ -65,7 +65,7 @@ def add_commands(subparsers) -> None:
     p.set_defaults(func=_demo)
 
     p = subparsers.add_parser(
-        "bench", help="micro-benchmarks of SPEC 12 beside NumPy, PyTorch and PyOpenCL",
+        "bench", help="micro-benchmarks beside NumPy, PyTorch and PyOpenCL",
         description=bench.__doc__.split("\n\n")[0])
     bench.add_arguments(p)
     p.set_defaults(func=_bench)

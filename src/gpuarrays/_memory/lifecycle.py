@@ -1,4 +1,4 @@
-"""Device reset and interpreter exit (SPEC 9).
+"""Device reset and interpreter exit.
 
 Reset safety rests on the device epoch: every storage, pooled block, cached
 buffer and queued free carries the epoch it was made in; a reset ends the
@@ -17,9 +17,10 @@ import atexit
 import warnings
 from collections.abc import Callable
 
-from ._state import state
+from .._common.errors import GPUArraysError, GPUArraysWarning
 from .devices import get_device
-from .errors import GPUArraysError, GPUArraysWarning
+from .pins import forget_pins
+from .state import state
 
 __all__ = ["device_reset", "register_reset_hook"]
 
@@ -53,7 +54,6 @@ def device_reset(device=None) -> None:
     freeing them through the platform), resets the back-end and leaves the
     device ready for new allocations.
     """
-    from .wrap import forget_pins
 
     dev = get_device(device)
     try:

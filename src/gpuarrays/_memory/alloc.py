@@ -7,9 +7,9 @@ need no memory: they get a NULL storage without touching pools or caches.
 
 from __future__ import annotations
 
-from ._state import state
 from .cache import current_cache
 from .pool import timed
+from .state import state
 from .storage import NULL_HOME, Storage
 
 

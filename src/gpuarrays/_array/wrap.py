@@ -1,4 +1,4 @@
-"""Foreign memory: ``unsafe_wrap`` and ``pointer_info`` (SPEC 8.1).
+"""Foreign memory: ``unsafe_wrap`` and ``pointer_info``.
 
 A wrapped array is an ordinary ``GPUArray`` over a storage whose home is a
 :class:`WrapHome`: when the last handle goes it frees the memory through the
@@ -11,118 +11,23 @@ statistics.
 
 from __future__ import annotations
 
-import threading
-import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._raw import extent
-from ._state import state
-from .array import GPUArray, wrap_storage
-from .backends.base import KINDS, PointerInfo
-from .devices import get_device
-from .dtypes import normalize_dtype
-from .errors import BackendError, GPUArraysWarning
+from .._common.dtypes import normalize_dtype
+from .._common.raw import extent
+from .._memory.devices import get_device
+from .._memory.pins import WrapHome, pin_registry
+from .._memory.storage import Storage
+from ..backends.base import KINDS, PointerInfo
 from .layout import normalize_shape
-from .storage import Storage
+from .make import wrap_storage
 
-__all__ = ["unsafe_wrap", "pointer_info", "pin_count"]
+if TYPE_CHECKING:
+    from .array import GPUArray
 
-
-class _Pins:
-    """Reference-counted host registrations of one device: [(start, end, count)]."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.ranges: dict[tuple[int, int], int] = {}
-        self.pending: list[tuple[int, int]] = []  # unpins queued by finalizers
-
-    def pin(self, device, start: int, end: int) -> tuple[int, int]:
-        with self.lock:
-            self._apply_locked(device)
-            for (s, e), count in self.ranges.items():
-                if s <= start and end <= e:
-                    self.ranges[(s, e)] = count + 1
-                    return s, e
-            device.impl.register_host(device.index, start, end - start)
-            self.ranges[(start, end)] = 1
-            return start, end
-
-    def unpin(self, device, rng: tuple[int, int]) -> None:
-        if self.lock.acquire(False):
-            try:
-                self._apply_locked(device)
-                self._unpin_locked(device, rng)
-            finally:
-                self.lock.release()
-        else:
-            self.pending.append(rng)
-
-    def _apply_locked(self, device) -> None:
-        while self.pending:
-            self._unpin_locked(device, self.pending.pop())
-
-    def _unpin_locked(self, device, rng: tuple[int, int]) -> None:
-        count = self.ranges.get(rng, 0) - 1
-        if count > 0:
-            self.ranges[rng] = count
-            return
-        if self.ranges.pop(rng, None) is not None:
-            device.impl.unregister_host(device.index, rng[0])
-
-    def forget(self) -> None:
-        """Device reset: the platform dropped every registration; forget ours."""
-        with self.lock:
-            self.ranges.clear()
-            self.pending.clear()
-
-
-_pins: dict[object, _Pins] = {}
-_pins_lock = threading.Lock()
-
-
-def _pins_of(device) -> _Pins:
-    pins = _pins.get(device)
-    if pins is None:
-        with _pins_lock:
-            pins = _pins.setdefault(device, _Pins())
-    return pins
-
-
-def pin_count(device=None) -> dict[tuple[int, int], int]:
-    """Host ranges currently registered for ``device`` by wraps, with their counts."""
-    pins = _pins_of(get_device(device))
-    with pins.lock:
-        pins._apply_locked(get_device(device))
-        return dict(pins.ranges)
-
-
-def forget_pins(device) -> None:
-    _pins_of(device).forget()
-
-
-class WrapHome:
-    """Home of a wrapped storage: free if owned, unpin, drop the owner."""
-
-    __slots__ = ("free_ptr", "pinned")
-
-    def __init__(self, free_ptr: int | None, pinned: tuple[int, int] | None) -> None:
-        self.free_ptr = free_ptr  # the address to free (own=True), else None
-        self.pinned = pinned
-
-    def release_storage(self, storage: Storage) -> None:
-        device = storage.device
-        storage.owner = None
-        if state.shutting_down or storage._epoch is not device.memory.epoch:
-            return  # after a reset the platform already forgot this memory
-        try:
-            if self.pinned is not None:
-                _pins_of(device).unpin(device, self.pinned)
-            if self.free_ptr is not None:
-                device.impl.free(device.index, storage.kind, self.free_ptr, storage.nbytes)
-        except BackendError as e:
-            warnings.warn(f"releasing wrapped memory at 0x{storage.ptr:x} failed: {e}",
-                          GPUArraysWarning, stacklevel=2)
+__all__ = ["unsafe_wrap", "pointer_info"]
 
 
 def pointer_info(ptr: int, device=None) -> PointerInfo | None:
@@ -137,7 +42,7 @@ def pointer_info(ptr: int, device=None) -> PointerInfo | None:
 
 
 def _device_of(dev, index):
-    from .devices import devices
+    from .._memory.devices import devices
 
     for d in devices(dev.backend):
         if d.index == index:
@@ -188,7 +93,7 @@ def unsafe_wrap(ptr_or_array, shape=None, dtype=None, *, strides=None, device=No
     shape = normalize_shape(shape)
     itemsize = dt.itemsize
     if strides is None:
-        from ._raw import c_strides
+        from .._common.raw import c_strides
 
         strides = c_strides(shape, itemsize)
     else:
@@ -219,7 +124,7 @@ def unsafe_wrap(ptr_or_array, shape=None, dtype=None, *, strides=None, device=No
     pinned = None
     if (nbytes and kind == "host" and dev.impl.needs_host_registration and info is not None
             and info.size == 0):
-        pinned = _pins_of(dev).pin(dev, ptr + lo, ptr + hi)
+        pinned = pin_registry(dev).pin(dev, ptr + lo, ptr + hi)
     home = WrapHome(ptr if own else None, pinned)
     storage = Storage(ptr + lo, nbytes, dev, kind, home, dev.memory.epoch, 0, owned=bool(own),
                       owner=owner)

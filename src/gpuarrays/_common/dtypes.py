@@ -1,8 +1,8 @@
-"""Element types: which NumPy dtypes a GPUArray can hold (SPEC 4.4).
+"""Element types: which NumPy dtypes a GPUArray can hold.
 
 Supported: bool, signed/unsigned ints 8-64, float16/32/64, complex64/128 and
 structured types made, recursively, of those.  Everything else raises
-:class:`~gpuarrays.errors.UnsupportedDTypeError` with an explanation, one
+:class:`~gpuarrays._common.errors.UnsupportedDTypeError` with an explanation, one
 indented line per level of nesting.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import UnsupportedDTypeError
 
-__all__ = ["check_dtype", "normalize_dtype"]
+__all__ = ["normalize_dtype", "device_lacks"]
 
 _HEADER = (
     "GPUArray only supports element types stored inline "
@@ -65,7 +65,7 @@ def normalize_dtype(dtype: object) -> np.dtype:
     """``np.dtype(dtype)`` checked for inline storage; cached for hashable inputs.
 
     Raises ``UnsupportedDTypeError`` (a ``TypeError``) with the explanation of
-    SPEC 4.4, or ``TypeError`` when ``dtype`` is not a dtype at all.
+    docs/design.md ("The storage model"), or ``TypeError`` when ``dtype`` is not a dtype at all.
     """
     try:
         return _checked[dtype]
@@ -110,15 +110,3 @@ def device_lacks(dt: np.dtype, float64: bool, float16: bool) -> str | None:
     if not float16 and _uses(dt, "f", 2):
         return "float16"
     return None
-
-
-def check_dtype(dtype: object, device: object = None) -> np.dtype:
-    """Normalise ``dtype`` and check that ``device`` (default: current) can hold it.
-
-    Returns the ``numpy.dtype``.  Raises ``UnsupportedDTypeError``.
-    """
-    from .devices import get_device
-
-    dt = normalize_dtype(dtype)
-    get_device(device).require(dt)
-    return dt

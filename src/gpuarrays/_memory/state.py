@@ -8,6 +8,6 @@ blocks) and ``history`` (the active ``history.History`` or None).
 
 from __future__ import annotations
 
-from ._core import state
+from .._core import state
 
 __all__ = ["state"]

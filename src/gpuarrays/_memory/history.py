@@ -1,4 +1,4 @@
-"""Allocation history: a bounded ring of alloc/free/reuse/reset events (SPEC 6).
+"""Allocation history: a bounded ring of alloc/free/reuse/reset events.
 
 ``ga.memory_history.start()`` begins recording; ``snapshot()`` returns a
 JSON-serialisable dict; ``dump(path)`` writes it; ``gpuarrays plot`` draws it.
@@ -14,11 +14,11 @@ import sys
 import threading
 import time
 
-from ._state import state
+from .state import state
 
 __all__ = ["memory_history", "History"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # gpuarrays/
 
 
 def _user_frames(limit: int = 16) -> list[str]:

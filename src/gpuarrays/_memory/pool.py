@@ -29,11 +29,11 @@ import time
 import warnings
 from collections.abc import Callable
 
-from . import _core
-from ._state import state
-from .backends.base import BackendOutOfMemory
-from .errors import BackendError, GPUArraysWarning, OutOfMemoryError
-from .sizes import format_bytes, parse_size
+from .. import _core
+from .._common.errors import BackendError, GPUArraysWarning, OutOfMemoryError
+from .._common.sizes import format_bytes, parse_size
+from ..backends.base import KINDS, BackendOutOfMemory
+from .state import state
 from .storage import Epoch
 
 __all__ = ["MemoryManager", "GRANULARITY", "round_size", "ladder_hooks", "usage_hooks"]
@@ -185,7 +185,7 @@ class MemoryManager(_core.Pool):
         return ptr, epoch
 
     def _ladder(self, kind: str, size: int) -> tuple[int, Epoch]:
-        """SPEC 6: reclaim, cheapest first, retrying after each step; then fail."""
+        """Reclaim, cheapest first, retrying after each step; then fail (docs/design.md, "Pools")."""
         for number, name in enumerate(LADDER_STEPS, 1):
             with self.lock:
                 self.oom_retries += 1
@@ -231,8 +231,6 @@ class MemoryManager(_core.Pool):
                           GPUArraysWarning, stacklevel=2)
 
     def _bad_kind(self, kind: object) -> ValueError:
-        from .backends.base import KINDS
-
         if kind in KINDS:
             return ValueError(f"device {self.device} ({self.device.name}) does not support "
                               f"memory kind {kind!r}; it supports {', '.join(self.device.kinds)}")

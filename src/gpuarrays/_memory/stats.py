@@ -1,4 +1,4 @@
-"""Memory statistics, limits and reports (SPEC 6).
+"""Memory statistics, limits and reports.
 
 Figures come from each device's ``pool.MemoryManager``; queued frees are
 applied before anything is reported, so the numbers are exact.
@@ -11,10 +11,10 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO
 
-from ._state import state
+from .._common.sizes import format_bytes
 from .devices import get_device
 from .pool import usage_hooks
-from .sizes import format_bytes
+from .state import state
 
 __all__ = ["memory_stats", "reset_peak_memory_stats", "memory_status", "record_allocations",
            "trim", "set_memory_limit", "synchronize", "Recorder"]
@@ -23,7 +23,8 @@ __all__ = ["memory_stats", "reset_peak_memory_stats", "memory_status", "record_a
 def memory_stats(device=None) -> dict:
     """Counters of one device: ``used_bytes``, ``reserved_bytes``, ``peak_used_bytes``,
     ``alloc_count``, ``alloc_bytes``, ``free_count``, ``free_bytes``, ``cache_hits``,
-    ``oom_retries``, ``limit_bytes`` and more (see docs/memory.md).
+    ``oom_retries``, ``limit_bytes`` and more (docs/design.md, "Pools, limits and the
+    out-of-memory ladder", lists every key).
 
     Byte counts are in pool blocks (requests rounded up to 512 B).
     """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._common.raw import extent
 from . import transfer
-from ._raw import extent
 from .array import GPUArray
 from .layout import FAKE_BASE, engine
 

@@ -16,7 +16,7 @@ import operator
 
 import numpy as np
 
-from ._raw import ndarray_at
+from .._common.raw import ndarray_at
 
 __all__ = ["normalize_shape", "basic_index", "engine", "from_engine", "broadcast_strides"]
 

@@ -194,7 +194,7 @@ def run_workload(iterations: int, device=None, cache: ga.AllocCache | None = Non
 
 
 def _table(results: list[RunResult]) -> str:
-    from .sizes import format_bytes
+    from .._common.sizes import format_bytes
 
     rows = [
         ("", *(r.label for r in results)),
@@ -216,7 +216,7 @@ def _table(results: list[RunResult]) -> str:
 
 def conclusion(plain: RunResult, cached: RunResult) -> str:
     """One line saying what the cache changed."""
-    from .sizes import format_bytes
+    from .._common.sizes import format_bytes
 
     speed = plain.seconds / cached.seconds if cached.seconds > 0 else float("inf")
     if cached.allocations:
@@ -264,7 +264,7 @@ def buffer_names(device: ga.Device, shape: tuple[int, ...] = BATCH_SHAPE) -> dic
 
 
 def _plot(snapshots: list[tuple[str, dict]], path: str, device) -> None:
-    """Draw both runs' histories, one panel each, with gpuarrays.plot."""
+    """Draw both runs' histories, one panel each, with gpuarrays.cli.plot."""
     from .plot import plot_snapshot
 
     names = buffer_names(device)
