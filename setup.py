@@ -1,15 +1,21 @@
 """Build the compiled core (plain ``pip install`` builds it; needs a C compiler and Python headers).
 
-Everything else about the project is declared in ``pyproject.toml``.
+Everything else about the project is declared in ``pyproject.toml``.  The C sources live
+outside the package, in ``src/native/``: the core is several files (one per concept, see
+``src/native/core/core.h``) compiled into the one extension ``gpuarrays._core``.
 """
 
 from setuptools import Extension, setup
 
 _FLAGS = ["-O2", "-std=c11", "-Wall", "-Wno-missing-field-initializers"]
+_CORE = "src/native/core/"
+_CORE_SOURCES = [_CORE + name for name in (
+    "lock.c", "storage.c", "array.c", "pool.c", "cache.c", "alloc.c", "module.c")]
 
 setup(
     ext_modules=[
-        Extension("gpuarrays._core", ["src/gpuarrays/_core.c"], extra_compile_args=_FLAGS),
-        Extension("gpuarrays._dlpack", ["src/gpuarrays/_dlpack.c"], extra_compile_args=_FLAGS),
+        Extension("gpuarrays._core", _CORE_SOURCES, depends=[_CORE + "core.h"],
+                  extra_compile_args=_FLAGS),
+        Extension("gpuarrays._dlpack", ["src/native/dlpack.c"], extra_compile_args=_FLAGS),
     ],
 )

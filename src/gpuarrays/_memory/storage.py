@@ -8,7 +8,7 @@ once: a pool (``pool.MemoryManager``), an allocation cache (``cache.AllocCache``
 or the owner of wrapped memory (``wrap.WrapHome``).
 
 Thread safety without a lock: the handle count and the right to release (a
-token only one caller can claim) live in the compiled core (``_core.c``), where
+token only one caller can claim) live in the compiled core (``src/native/core/storage.c``), where
 reading and updating them is one step under the GIL.  ``Epoch`` is compiled too:
 the hot paths read ``epoch.live`` on every use of an array.
 """

@@ -1,4 +1,7 @@
-/* gpuarrays._dlpack: DLPack capsules built and parsed in C (SPEC 8.2).
+/* gpuarrays._dlpack: DLPack capsules built and parsed in C (docs/decisions.md, "DLPack").
+ *
+ * Its own extension, beside the core: it calls nothing of src/native/core/ and reads
+ * the core's State only as a Python object (gpuarrays._state.state.shutting_down).
  *
  * Export: capsule(handle, ptr, shape, strides, dtype, versioned, flags, device_type, device_id)
  *   builds a DLManagedTensorVersioned ("dltensor_versioned") or a legacy DLManagedTensor

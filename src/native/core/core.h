@@ -1,0 +1,261 @@
+/* gpuarrays._core -- the compiled hot paths: the one internal header.
+ *
+ * What lives in the compiled core, and only because Python cannot reach the
+ * targets of docs/design.md, "Performance":
+ *   Lock      a plain lock whose non-blocking try the pool can take from C;
+ *   State     the process-wide switches read on every allocation;
+ *   Epoch     one generation of a device (a reset kills it);
+ *   Storage   the reference-counted allocation (handles + release token);
+ *   Array     the fields and lifetime (free, finalizer) of GPUArray;
+ *   Pool      the warm-pool hit and the free of MemoryManager;
+ *   Cache     the hit and the release of AllocCache;
+ *   new_array the allocation path of ga.empty: dispatch to the cache or the pool.
+ * Everything else -- the ladder, trim, statistics, resets, errors -- stays in
+ * Python, in the subclasses (storage.Storage, array.GPUArray, pool.MemoryManager,
+ * cache.AllocCache); the slow paths here call back into them.  The design is
+ * docs/design.md: "The storage model", "Release", "Pools, limits and the
+ * out-of-memory ladder", "Allocation caches", "Performance".
+ *
+ * The files, all compiled into the one extension gpuarrays._core (setup.py):
+ *   lock.c     Lock, State, Epoch                      calls nothing of the others
+ *   storage.c  Storage and the home protocol           pool.c, cache.c
+ *   array.c    Array (fields, free, finalizer), make() storage.c
+ *   pool.c     Pool: warm-pool hit and free            lock.c, storage.c
+ *   cache.c    Cache: hit, release, busy storages      lock.c, storage.c, pool.c
+ *   alloc.c    new_array/empty and the new_storage hot path
+ *                                                      storage.c, array.c, pool.c, cache.c
+ *   module.c   the module, configure(), init; defines the globals declared here
+ * storage.c and pool.c/cache.c call each other on purpose: a storage gives its memory
+ * back to its home, and a home makes its storages.
+ *
+ * This header holds only what more than one file uses: the shared object layouts,
+ * the globals (defined once, in module.c or alloc.c as noted), the small inline
+ * helpers and the cross-file functions.  Everything declared here is prefixed
+ * ga_ (the object layouts and GRANULARITY aside); whatever one file alone uses
+ * stays static there.  Nothing declared here is exported from the shared object
+ * (hidden visibility): only PyInit__core is, as when the core was one file.
+ *
+ * Thread safety is the GIL's: no C section runs Python code or releases the GIL
+ * between reading and writing shared state, except where a Python method is
+ * called on purpose (slow paths, the observed-allocation notes).  Pool and cache
+ * state shared with Python code is guarded by their Lock; frees that cannot take
+ * it at once are queued, never waited for.
+ */
+#ifndef GPUARRAYS_CORE_H
+#define GPUARRAYS_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <pythread.h>
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+/* ---------------------------------------------------------------- shared layouts */
+
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    char locked;
+} LockObject;
+
+typedef struct {
+    PyObject_HEAD
+    char shutting_down;
+    PyObject *recorders; /* list of stats.Recorder */
+    PyObject *history;   /* history.History or None */
+} StateObject;
+
+typedef struct {
+    PyObject_HEAD
+    char live;
+    PyObject *generation;
+} EpochObject;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *ptr, *nbytes, *device, *kind, *owned, *owner, *block;
+    PyObject *epoch, *home, *reason;
+    Py_ssize_t handles; /* live handles: arrays (and what they hand out) */
+    char token;         /* 1 while the right to give the memory back is unclaimed */
+    PyObject *weakreflist;
+    /* served by a cache: its buffer entry, the list it goes back to, its busy slot */
+    PyObject *served, *served_in;
+    Py_ssize_t busy_pos;
+} StorageObject;
+
+#define GRANULARITY 512
+
+typedef struct {
+    PyObject_HEAD
+    LockObject *lock;
+    PyObject *pending;    /* list of (kind, ptr, size, epoch) queued frees */
+    PyObject *free_lists; /* kind -> {block size -> [ptr]} */
+    PyObject *live;       /* ptr -> block size, every block out of the pool */
+    PyObject *epoch;
+    PyObject *device;
+    Py_ssize_t used, pool_bytes, peak, alloc_count, alloc_bytes, cache_hits;
+} PoolObject;
+
+/* ArrayObject (array.c) and CacheObject (cache.c) are private to their files. */
+
+/* ---------------------------------------------------------------- the types */
+
+extern PyTypeObject ga_LockType;    /* lock.c */
+extern PyTypeObject ga_StateType;   /* lock.c */
+extern PyTypeObject ga_EpochType;   /* lock.c */
+extern PyTypeObject ga_StorageType; /* storage.c */
+extern PyTypeObject ga_ArrayType;   /* array.c */
+extern PyTypeObject ga_PoolType;    /* pool.c */
+extern PyTypeObject ga_CacheType;   /* cache.c */
+
+/* ---------------------------------------------------------------- globals (module.c) */
+
+/* configured by the Python modules at import (configure()) */
+extern PyTypeObject *ga_storage_type;  /* storage.Storage */
+extern PyTypeObject *ga_array_type;    /* array.GPUArray */
+extern PyObject *ga_cache_var;         /* cache.current_cache (ContextVar) */
+extern PyObject *ga_slow_new_storage;  /* alloc.new_storage (zero size, recording) */
+extern PyObject *ga_slow_new_array;    /* array._new_array_slow (sizes past 2**63) */
+extern PyObject *ga_warning;           /* errors.GPUArraysWarning */
+extern PyObject *ga_device_var;        /* devices._current (ContextVar) */
+extern PyObject *ga_default_devices;   /* devices._default (list, empty until resolved) */
+extern PyObject *ga_get_device;        /* devices.get_device */
+extern PyObject *ga_device_type;       /* devices.Device */
+extern PyObject *ga_normalize_shape;   /* layout.normalize_shape */
+extern PyObject *ga_float64;           /* numpy.dtype("float64") */
+
+/* made at init: the one State (_core.state), 0, and the interned names */
+extern StateObject *ga_state;
+extern PyObject *ga_zero;
+extern PyObject *ga_str_local, *ga_str_forced, *ga_str_release_storage, *ga_str_take_block,
+    *ga_str_note_taken, *ga_str_note_put, *ga_str_apply_pending, *ga_str_bad_kind,
+    *ga_str_memory, *ga_str_itemsize, *ga_str_note_reuse, *ga_str_storage,
+    *ga_str_new_storage, *ga_str_accepts, *ga_str_dtype_of, *ga_str_device;
+
+/* ---------------------------------------------------------------- the memo (alloc.c) */
+
+/* What the last allocation looked up, kept because loops allocate alike (each a
+ * strong reference; all read and replaced under the GIL with no Python in between).
+ * Devices' memory managers never change and their dtype caches only grow, so a
+ * remembered answer stays right. */
+struct ga_memo {
+    PyObject *dev, *dtype_arg, *dt;       /* resolve_dtype(dev, dtype_arg) */
+    PyObject *mgr_dev, *mgr;              /* mgr_dev.memory */
+    PyObject *item_dtype, *strides1;      /* (item_dtype.itemsize,) */
+    Py_ssize_t itemsize;
+    Py_ssize_t nbytes, size;              /* the ints behind nbytes_obj, size_obj */
+    PyObject *nbytes_obj, *size_obj;
+};
+extern struct ga_memo ga_memo;
+
+static inline void ga_memo_set(PyObject **slot, PyObject *value)
+{
+    PyObject *old = *slot;
+    *slot = Py_NewRef(value);
+    Py_XDECREF(old);
+}
+
+/* A Py_ssize_t as an int object, reusing the remembered one when equal. */
+static inline PyObject *ga_memo_int(Py_ssize_t v, Py_ssize_t *key, PyObject **obj)
+{
+    if (*obj != NULL && *key == v)
+        return Py_NewRef(*obj);
+    PyObject *o = PyLong_FromSsize_t(v);
+    if (o != NULL) {
+        ga_memo_set(obj, o);
+        *key = v;
+    }
+    return o;
+}
+
+/* ---------------------------------------------------------------- lock.c */
+
+static inline int ga_lock_try(LockObject *l)
+{
+    if (PyThread_acquire_lock(l->lock, NOWAIT_LOCK)) {
+        l->locked = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static inline void ga_lock_release(LockObject *l)
+{
+    l->locked = 0;
+    PyThread_release_lock(l->lock);
+}
+
+/* Wait for the lock with the GIL released.  1: acquired, 0: timed out, -1: error
+ * (a signal handler raised while waiting). */
+int ga_lock_wait(LockObject *l, PY_TIMEOUT_T timeout_us);
+
+/* Whether allocations are being observed (a history or a record_allocations block). */
+static inline int ga_observed(void)
+{
+    return ga_state->history != Py_None || PyList_GET_SIZE(ga_state->recorders) != 0;
+}
+
+static inline int ga_epoch_live(PyObject *epoch)
+{
+    return Py_IS_TYPE(epoch, &ga_EpochType) && ((EpochObject *)epoch)->live;
+}
+
+/* ---------------------------------------------------------------- storage.c */
+
+/* A new storage (of ga_storage_type) whose memory goes back to `home`. */
+StorageObject *ga_storage_alloc(PyObject *ptr, PyObject *nbytes, PyObject *device,
+                                PyObject *kind, PyObject *block, PyObject *epoch,
+                                PyObject *home);
+/* Give the memory back to the storage's home (the token is already claimed). */
+int ga_storage_give_back(StorageObject *st);
+/* Release one handle; the last one gives the memory back. */
+int ga_storage_decref(StorageObject *st);
+/* Claim the token with `reason`; 1 if this call won it. */
+int ga_storage_claim(StorageObject *st, PyObject *reason);
+
+/* ---------------------------------------------------------------- array.c */
+
+/* A new array taking one handle on `st` (steals nothing). */
+PyObject *ga_array_make(StorageObject *st, PyObject *shape, PyObject *strides,
+                        PyObject *offset, PyObject *dtype, int writeable, PyObject *contig);
+/* _core.make() */
+PyObject *ga_core_make(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+
+/* ---------------------------------------------------------------- pool.c */
+
+/* MemoryManager.take_block(kind, nbytes): (ptr, block size, epoch), the slow path. */
+PyObject *ga_take_block(PyObject *mgr, PyObject *kind, PyObject *nbytes_obj);
+/* A pooled storage of `nbytes` (> 0): the warm-pool hit in C, anything else in Python. */
+PyObject *ga_pool_new_storage(PyObject *self, PyObject *kind, Py_ssize_t nbytes,
+                              PyObject *nbytes_obj);
+/* Return a block to the pool; never waits (queues the free if the lock is busy). */
+int ga_pool_give_block(PyObject *mgr, PyObject *kind, PyObject *ptr, PyObject *size,
+                       PyObject *epoch);
+
+/* ---------------------------------------------------------------- cache.c */
+
+/* A storage over a cached buffer (reused when one is free, else a new one). */
+PyObject *ga_cache_storage(PyObject *self, PyObject *device, PyObject *kind,
+                           PyObject *nbytes_obj);
+/* Home protocol; may run in a finalizer, so it never waits for the lock. */
+int ga_cache_release(PyObject *cache, StorageObject *st);
+/* A storage leaving for good (deallocated or cleared): out of its cache's busy array. */
+void ga_storage_unbusy(StorageObject *st);
+/* A storage of a pool or cache dropped before any array took a handle: memory back. */
+void ga_storage_return_orphan(StorageObject *self);
+
+/* ---------------------------------------------------------------- alloc.c */
+
+/* _core.new_array() and _core.empty() */
+PyObject *ga_core_new_array(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ga_core_empty(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#endif /* GPUARRAYS_CORE_H */
