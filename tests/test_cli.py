@@ -246,3 +246,78 @@ def test_help_of_every_subcommand(command):
     proc = run_cli(command, "--help")
     assert_clean(proc)
     assert f"usage: gpuarrays {command}" in proc.stdout
+
+
+# Without the optional libraries --------------------------------------------------------------
+# Each subcommand run in a fresh interpreter where importing matplotlib / torch fails exactly as
+# it does when they are not installed (sys.modules[name] = None makes the import raise).
+
+def _run_without(blocked: tuple[str, ...], argv: list[str], tmp_path):
+    code = ("import sys\n"
+            + "".join(f"sys.modules[{name!r}] = None\n" for name in blocked)
+            + "from gpuarrays.cli import main\n"
+            + f"sys.exit(main({argv!r}))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT / "src")] + [p for p in sys.path if p]))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+
+
+NO_PLOT = ("matplotlib", "matplotlib.figure")
+NO_TORCH = ("torch",)
+
+
+def test_demo_plot_without_matplotlib_refuses_before_any_work(tmp_path):
+    # Regression: the demo ran to its end and then died with a two-exception traceback.
+    out = tmp_path / "p.png"
+    proc = _run_without(NO_PLOT, ["demo", "--device", "cpu:0", "--iterations", "1",
+                                  "--plot", str(out)], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ('gpuarrays demo: --plot needs matplotlib, which is not '
+                                   'installed; install it with: pip install "gpuarrays[plot]"')
+    assert proc.stdout == "" and not out.exists()  # nothing ran
+
+
+def test_demo_without_matplotlib_runs_when_no_picture_is_asked(tmp_path):
+    proc = _run_without(NO_PLOT + NO_TORCH, ["demo", "--device", "cpu:0", "--iterations", "2"],
+                        tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "with cache" in proc.stdout
+
+
+def test_plot_without_matplotlib_says_so_once(tmp_path):
+    # Regression: the install hint was printed twice.
+    snap = tmp_path / "s.json"
+    snap.write_text(json.dumps({"events": []}), encoding="utf-8")
+    proc = _run_without(NO_PLOT, ["plot", str(snap), "-o", str(tmp_path / "t.png")], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.count("gpuarrays[plot]") == 1 and len(proc.stderr.splitlines()) == 1
+    assert "Traceback" not in proc.stderr and not (tmp_path / "t.png").exists()
+
+
+def test_bench_without_torch_refuses_before_any_work(tmp_path):
+    proc = _run_without(NO_TORCH, ["bench", "--device", "cpu:0", "--smoke"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "gpuarrays bench: comparing with PyTorch CPU needs torch, which is not installed; "
+        'install it with: pip install "gpuarrays[bench]"')
+    assert proc.stdout == ""
+
+
+def test_info_without_optional_libraries(tmp_path):
+    proc = _run_without(NO_PLOT + NO_TORCH, ["info"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "cpu:0" in proc.stdout
+
+
+@pytest.mark.parametrize("command", ["", "info", "demo", "bench", "plot"])
+def test_help_speaks_to_users(command):
+    argv = [command, "--help"] if command else ["--help"]
+    proc = subprocess.run([sys.executable, "-m", "gpuarrays", *argv], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "``" not in text and ":func:" not in text and ":class:" not in text
+    assert "SPEC" not in text
+    assert "design.md" not in text and "ga." not in text

@@ -200,6 +200,7 @@ def test_cli_plot_without_matplotlib_names_the_extra(device, snapshot, tmp_path)
         [os.path.join(ROOT, "src")] + [p for p in sys.path if p]))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, env=env, cwd=ROOT)
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 2, result.stderr
     assert "gpuarrays[plot]" in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.count("gpuarrays[plot]") == 1 and len(result.stderr.splitlines()) == 1
     assert not (tmp_path / "x.png").exists()

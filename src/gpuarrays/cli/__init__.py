@@ -45,7 +45,10 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gpuarrays", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="gpuarrays",
+        description="gpuarrays: device arrays whose memory is managed correctly and fast on "
+                    "every back-end (cpu, OpenCL, CUDA).")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="back-ends, devices, memory, kinds, limits").set_defaults(
         func=_info)

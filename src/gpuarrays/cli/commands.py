@@ -8,25 +8,60 @@ command's work lives in its own module (``demo.py``, ``bench.py``,
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "missing_extra"]
+
+# Optional libraries the commands use, and the extra of gpuarrays that installs each.
+_EXTRAS = {"matplotlib.figure": "plot", "torch": "bench"}
+
+
+def missing_extra(command: str, module: str, purpose: str) -> str | None:
+    """The one-line message for a missing optional ``module``, or None when it imports.
+
+    Checked before a command starts any work, so a user never waits for a run that
+    fails at its end.
+    """
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        extra = _EXTRAS[module]
+        library = module.split(".")[0]
+        return (f"gpuarrays {command}: {purpose} needs {library}, which is not installed; "
+                f'install it with: pip install "gpuarrays[{extra}]"')
+    return None
+
+
+def _refuse(message: str) -> int:
+    print(message, file=sys.stderr)
+    return 2
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.plot is not None:
+        message = missing_extra("demo", "matplotlib.figure", "--plot")
+        if message:
+            return _refuse(message)
     from . import demo
 
     return demo.main(args)
 
 
 def _bench(args: argparse.Namespace) -> int:
+    message = missing_extra("bench", "torch", "comparing with PyTorch CPU")
+    if message:
+        return _refuse(message)
     from . import bench
 
     return bench.main(args)
 
 
 def _plot(args: argparse.Namespace) -> int:
+    message = missing_extra("plot", "matplotlib.figure", "drawing a timeline")
+    if message:
+        return _refuse(message)
     try:
         with open(args.snapshot, encoding="utf-8") as f:
             snapshot = json.load(f)
@@ -42,14 +77,9 @@ def _plot(args: argparse.Namespace) -> int:
               f"JSON object with an 'events' list (ga.memory_history.dump writes one)",
               file=sys.stderr)
         return 1
-    try:
-        from .plot import plot_snapshot
+    from .plot import plot_snapshot
 
-        plot_snapshot(snapshot, args.output, title=args.title)  # imports matplotlib lazily
-    except ImportError as e:
-        print(f"gpuarrays plot: plotting needs matplotlib ({e}); "
-              f'install it with: pip install "gpuarrays[plot]"', file=sys.stderr)
-        return 1
+    plot_snapshot(snapshot, args.output, title=args.title)
     print(f"memory timeline written to {args.output}")
     return 0
 
@@ -60,21 +90,25 @@ def add_commands(subparsers) -> None:
 
     p = subparsers.add_parser(
         "demo", help="a batch pipeline without and with an allocation cache, side by side",
-        description=demo.__doc__.split("\n\n")[0])
+        description="Run a realistic batch pipeline on a device twice, without and with an "
+                    "allocation cache, and print time, allocations, cache hits and peak memory "
+                    "side by side.")
     demo.add_arguments(p)
     p.set_defaults(func=_demo)
 
     p = subparsers.add_parser(
         "bench", help="micro-benchmarks beside NumPy, PyTorch and PyOpenCL",
-        description=bench.__doc__.split("\n\n")[0])
+        description="Time gpuarrays' hot paths side by side with NumPy and PyTorch (and "
+                    "PyOpenCL or CuPy where present) in one process, and compare the ratios "
+                    "with the project's performance targets (docs/performance.md).")
     bench.add_arguments(p)
     p.set_defaults(func=_bench)
 
     p = subparsers.add_parser(
-        "plot", help="draw a memory history snapshot (ga.memory_history.dump) as a timeline",
+        "plot", help="draw a memory history snapshot as a timeline picture",
         description="Draw used memory over time, stacked by allocation site, from a snapshot "
-                    "written by ga.memory_history.dump(path).")
-    p.add_argument("snapshot", metavar="SNAPSHOT", help="JSON file from memory_history.dump")
+                    "written by gpuarrays.memory_history.dump(path).")
+    p.add_argument("snapshot", metavar="SNAPSHOT", help="JSON file written by gpuarrays.memory_history.dump")
     p.add_argument("-o", "--output", metavar="PATH", required=True, help="PNG file to write")
     p.add_argument("--title", default=None, help="title of the picture")
     p.set_defaults(func=_plot)
