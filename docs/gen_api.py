@@ -32,12 +32,31 @@ SECTIONS = (
                                         "reset_peak_memory_stats", "record_allocations", "trim",
                                         "set_memory_limit", "parse_size", "memory_history"]),
     ("Device lifecycle", ["device_reset", "register_reset_hook"]),
+    ("Array API namespace: data types", [
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float32", "float64", "complex64", "complex128",
+        "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type"]),
+    ("Array API namespace: constants and inspection", [
+        "e", "inf", "nan", "newaxis", "pi", "__array_api_version__", "__array_namespace_info__"]),
+    ("Array API namespace: elementwise functions", sorted(ga._compute.elementwise.__all__)),
     ("Errors and warnings", ["GPUArraysError", "FreedArrayError", "DeviceResetError",
                              "OutOfMemoryError", "UnsupportedDTypeError", "CacheInUseError",
                              "BackendError", "GPUArraysWarning"]),
 )
 
 NO_DOC = "*(no docstring)*"
+# Public values (dtypes, constants) have no docstring of their own: their text is here.
+VALUES = {
+    **{n: f"`numpy.dtype('{n}')`: the array API data type (docs/compute.md, \"The namespace\")."
+       for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "float32", "float64", "complex64", "complex128")},
+    "e": "Euler's number, 2.718281828459045 (a Python float).",
+    "inf": "Positive infinity (a Python float).",
+    "nan": "Not a number (a Python float).",
+    "newaxis": "`None`: an index that inserts an axis of length 1.",
+    "pi": "3.141592653589793 (a Python float).",
+    "__array_api_version__": "`\"2025.12\"`: the version of the array API standard implemented.",
+}
 # Classes users never construct (factories make them): no constructor signature.
 NO_CONSTRUCTOR = {"GPUArray", "Storage", "Device"}
 # Members that exist for gpuarrays' own modules, not for users.
@@ -83,6 +102,8 @@ def summary(obj) -> str:
 
 
 def _doc(obj) -> str:
+    if obj is None or isinstance(obj, (float, str, ga._compute.dtypes.np.dtype)):
+        return ""  # a public value: its text is in VALUES
     if isinstance(obj, (property, staticmethod, classmethod)):
         obj = obj.fget if isinstance(obj, property) else obj.__func__
     doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else getattr(obj, "__doc__", None)
@@ -153,14 +174,14 @@ def _entry(name: str) -> list[str]:
         lines += ["```text", sig, "```", ""]
     if isinstance(obj, type) and issubclass(obj, BaseException):
         lines += [f"Inherits: {', '.join(b.__name__ for b in obj.__bases__)}.", ""]
-    doc = _doc(obj) or (FALLBACK[name] + " *(summary from docs/gen_api.py: the function has "
+    doc = VALUES.get(name) or _doc(obj) or (FALLBACK[name] + " *(summary from docs/gen_api.py: the function has "
                         "no docstring yet)*" if name in FALLBACK else NO_DOC)
     lines += [doc, ""]
     if isinstance(obj, type) and not issubclass(obj, BaseException):
         if name in NO_CONSTRUCTOR:
             lines += ["Not constructed directly: gpuarrays' functions make and return it.", ""]
         lines += _member_lines(name, _members(name, obj))
-    elif not callable(obj):  # an instance, such as memory_history
+    elif not callable(obj) and name not in VALUES:  # an instance, such as memory_history
         lines += _member_lines(name, _members(name, type(obj)))
     return lines
 

@@ -5,6 +5,8 @@ subpackage ``gpuarrays.interop``); everything under an underscore name is intern
 docs/guide.md explains the storage model, docs/design.md the contract and the layers.
 """
 
+import sys
+
 from ._array.array import GPUArray
 from ._array.creation import (
     arange,
@@ -43,6 +45,11 @@ from ._common.errors import (
     UnsupportedDTypeError,
 )
 from ._common.sizes import parse_size
+from ._compute import *  # noqa: F403 -- the array API namespace (docs/compute.md)
+from ._compute import __all__ as _compute_names
+from ._compute import __array_api_version__ as __array_api_version__
+from ._compute import __array_namespace_info__ as __array_namespace_info__
+from ._compute import install as _install_compute
 from ._memory.cache import AllocCache, cached, uncached
 from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
 from ._memory.history import memory_history
@@ -75,6 +82,10 @@ __all__ = [
     "GPUArraysError", "FreedArrayError", "DeviceResetError", "OutOfMemoryError",
     "UnsupportedDTypeError", "CacheInUseError", "BackendError", "GPUArraysWarning",
 ]
+
+__all__ += [n for n in _compute_names if not n.startswith("_") and n != "install"]
+
+_install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 
 _PUBLIC_SUBPACKAGES = ("interop",)
 

@@ -25,6 +25,7 @@ from .._memory.storage import FREED_CACHE, FREED_FORCED, Storage
 from ..backends.base import RawView
 from . import dlpack as _dlpack
 from . import transfer
+from .hooks import HOOKS as _HOOKS
 from .layout import basic_index, engine, from_engine, normalize_shape
 from .make import make, new_array, wrap_storage
 
@@ -444,6 +445,168 @@ class GPUArray(_core.Array):
                 f"The truth value of an array with more than one element is ambiguous "
                 f"(shape {self._shape}); copy it with .get() and use .any() or .all()")
         return bool(self.item())
+
+    # operators (the compute layer fills the hooks, _array/hooks.py) -------------------
+    __hash__ = None  # elementwise == makes arrays unhashable, as NumPy's
+
+    def __add__(self, other):
+        return _HOOKS.binary("add", self, other)
+
+    def __radd__(self, other):
+        return _HOOKS.reflected("add", self, other)
+
+    def __iadd__(self, other):
+        return _HOOKS.inplace("add", self, other)
+
+    def __sub__(self, other):
+        return _HOOKS.binary("subtract", self, other)
+
+    def __rsub__(self, other):
+        return _HOOKS.reflected("subtract", self, other)
+
+    def __isub__(self, other):
+        return _HOOKS.inplace("subtract", self, other)
+
+    def __mul__(self, other):
+        return _HOOKS.binary("multiply", self, other)
+
+    def __rmul__(self, other):
+        return _HOOKS.reflected("multiply", self, other)
+
+    def __imul__(self, other):
+        return _HOOKS.inplace("multiply", self, other)
+
+    def __truediv__(self, other):
+        return _HOOKS.binary("divide", self, other)
+
+    def __rtruediv__(self, other):
+        return _HOOKS.reflected("divide", self, other)
+
+    def __itruediv__(self, other):
+        return _HOOKS.inplace("divide", self, other)
+
+    def __floordiv__(self, other):
+        return _HOOKS.binary("floor_divide", self, other)
+
+    def __rfloordiv__(self, other):
+        return _HOOKS.reflected("floor_divide", self, other)
+
+    def __ifloordiv__(self, other):
+        return _HOOKS.inplace("floor_divide", self, other)
+
+    def __mod__(self, other):
+        return _HOOKS.binary("remainder", self, other)
+
+    def __rmod__(self, other):
+        return _HOOKS.reflected("remainder", self, other)
+
+    def __imod__(self, other):
+        return _HOOKS.inplace("remainder", self, other)
+
+    def __pow__(self, other, mod=None):
+        return _HOOKS.binary("pow", self, other)
+
+    def __rpow__(self, other, mod=None):
+        return _HOOKS.reflected("pow", self, other)
+
+    def __ipow__(self, other):
+        return _HOOKS.inplace("pow", self, other)
+
+    def __and__(self, other):
+        return _HOOKS.binary("bitwise_and", self, other)
+
+    def __rand__(self, other):
+        return _HOOKS.reflected("bitwise_and", self, other)
+
+    def __iand__(self, other):
+        return _HOOKS.inplace("bitwise_and", self, other)
+
+    def __or__(self, other):
+        return _HOOKS.binary("bitwise_or", self, other)
+
+    def __ror__(self, other):
+        return _HOOKS.reflected("bitwise_or", self, other)
+
+    def __ior__(self, other):
+        return _HOOKS.inplace("bitwise_or", self, other)
+
+    def __xor__(self, other):
+        return _HOOKS.binary("bitwise_xor", self, other)
+
+    def __rxor__(self, other):
+        return _HOOKS.reflected("bitwise_xor", self, other)
+
+    def __ixor__(self, other):
+        return _HOOKS.inplace("bitwise_xor", self, other)
+
+    def __lshift__(self, other):
+        return _HOOKS.binary("bitwise_left_shift", self, other)
+
+    def __rlshift__(self, other):
+        return _HOOKS.reflected("bitwise_left_shift", self, other)
+
+    def __ilshift__(self, other):
+        return _HOOKS.inplace("bitwise_left_shift", self, other)
+
+    def __rshift__(self, other):
+        return _HOOKS.binary("bitwise_right_shift", self, other)
+
+    def __rrshift__(self, other):
+        return _HOOKS.reflected("bitwise_right_shift", self, other)
+
+    def __irshift__(self, other):
+        return _HOOKS.inplace("bitwise_right_shift", self, other)
+
+    def __eq__(self, other):
+        return _HOOKS.binary("equal", self, other)
+
+    def __ne__(self, other):
+        return _HOOKS.binary("not_equal", self, other)
+
+    def __lt__(self, other):
+        return _HOOKS.binary("less", self, other)
+
+    def __le__(self, other):
+        return _HOOKS.binary("less_equal", self, other)
+
+    def __gt__(self, other):
+        return _HOOKS.binary("greater", self, other)
+
+    def __ge__(self, other):
+        return _HOOKS.binary("greater_equal", self, other)
+
+    def __neg__(self):
+        return _HOOKS.unary("negative", self)
+
+    def __pos__(self):
+        return _HOOKS.unary("positive", self)
+
+    def __invert__(self):
+        return _HOOKS.unary("bitwise_invert", self)
+
+    def __abs__(self):
+        return _HOOKS.unary("abs", self)
+
+    def __matmul__(self, other):
+        raise NotImplementedError("matmul (@) arrives with the linear algebra functions; "
+                                  "for now copy to the host with .get() and use numpy.matmul")
+
+    __rmatmul__ = __imatmul__ = __matmul__
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy ufuncs the namespace has run on the device; others give ``NotImplemented``."""
+        return _HOOKS.ufunc(self, ufunc, method, *inputs, **kwargs)
+
+    def __array_namespace__(self, *, api_version: str | None = None):
+        """The ``gpuarrays`` module (array API 2023.12 to 2025.12; ``ValueError`` otherwise)."""
+        return _HOOKS.namespace(api_version)
+
+    def __index__(self) -> int:
+        """The integer of a size-1 integer array (copies it to the host)."""
+        if self._dtype.kind not in "iu":
+            raise TypeError(f"only integer arrays can be used as an index, this one is "
+                            f"{self._dtype}; convert with astype(ga.int64)")
+        return int(self.item())
 
     def to_device(self, device, kind: str | None = None) -> GPUArray:
         """This array on ``device`` (and ``kind``); ``self`` if it is already there."""

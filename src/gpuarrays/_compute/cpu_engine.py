@@ -1,0 +1,110 @@
+"""The cpu engine: NumPy on views of the raw memory, writing into the result's memory.
+
+The cpu back-end's memory is host memory, so each operand becomes a NumPy
+array over the same bytes (no copy) and NumPy's ufunc writes through ``out=``
+into the result gpuarrays allocated -- NumPy never allocates the result.  Python
+scalars go to NumPy as they are (NumPy 2 types them weakly, as the dispatch
+did).  NumPy handles an output that overlaps an input itself, so ``a[1:] +=
+a[:-1]`` gives NumPy's values.  Floating-point warnings are silenced: device
+kernels cannot warn, and every back-end behaves alike (docs/compute.md,
+"Engines").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._array.make import ArrayBase
+from .._common.raw import ndarray_at
+from .table import Op
+
+__all__ = ["run", "view"]
+
+try:
+    # The error state lives in a context variable; setting it directly costs 0.2 us where
+    # ``with np.errstate(all="ignore")`` costs 0.9 us (measured here, NumPy 2.4).
+    from numpy._core.umath import _extobj_contextvar, _make_extobj
+    _QUIET = _make_extobj(all="ignore")
+except ImportError:  # another NumPy layout: the public, slower way
+    _extobj_contextvar = None
+    _QUIET = None
+
+# NumPy views by (address of element 0, shape, strides, dtype).  A view only describes
+# an address range; it is used only while a live array covers that range, so an entry
+# left behind by freed memory is harmless.  Making a view costs 1.9 us, finding one 0.2 us.
+_views: dict[tuple, np.ndarray] = {}
+_MAX_VIEWS = 4096
+
+
+def view(a) -> np.ndarray:
+    """A writeable NumPy array over ``a``'s memory (``a`` live, on the cpu back-end)."""
+    key = (a._storage.ptr + a._offset, a._shape, a._strides, a._dtype)
+    v = _views.get(key)
+    if v is None:
+        if len(_views) >= _MAX_VIEWS:
+            _views.clear()
+        v = _views[key] = ndarray_at(*key)
+    return v
+
+
+def _where(z, cond, x, y) -> None:
+    np.copyto(z, y, casting="unsafe")
+    np.copyto(z, x, casting="unsafe", where=cond)
+
+
+def _part(op: Op):
+    def part(z, x) -> None:
+        if isinstance(x, np.ndarray) and x.dtype.kind == "c":
+            x = x.real if op.name == "real" else x.imag
+        np.copyto(z, x, casting="unsafe")
+    return part
+
+
+def _round(z, x) -> None:
+    if x.dtype.kind in "biu":
+        np.copyto(z, x)
+    else:
+        np.rint(x, out=z)
+
+
+def _clip(op: Op):
+    def clip(z, x, lo, hi) -> None:
+        op.ufunc(x, lo, hi, out=z, dtype=z.dtype, casting="unsafe")
+    return clip
+
+
+def _kernel(op: Op):
+    if op.typing == "where":
+        return _where
+    if op.typing == "part":
+        return _part(op)
+    if op.typing == "round":
+        return _round
+    if op.typing == "first":
+        return _clip(op)
+    ufunc = op.ufunc
+
+    def call(z, *xs) -> None:
+        ufunc(*xs, out=z)
+    return call
+
+
+_kernels: dict[str, object] = {}
+
+
+def run(op: Op, out, args: tuple) -> None:
+    """``out[...] = op(*args)`` (arrays broadcast by NumPy, scalars as they are)."""
+    fn = _kernels.get(op.name)
+    if fn is None:
+        fn = _kernels[op.name] = _kernel(op)
+    z = view(out)
+    xs = [view(x) if isinstance(x, ArrayBase) else x for x in args]
+    if _extobj_contextvar is None:
+        with np.errstate(all="ignore"):
+            fn(z, *xs)
+        return
+    token = _extobj_contextvar.set(_QUIET)
+    try:
+        fn(z, *xs)
+    finally:
+        _extobj_contextvar.reset(token)

@@ -1,0 +1,171 @@
+"""The elementwise entry point: check, type, broadcast, allocate, then run one engine.
+
+Every elementwise function, operator and routed NumPy ufunc ends here
+(docs/compute.md, "How an operation runs").  Everything that can be refused is
+refused before anything is allocated or launched: operands that are not
+gpuarrays arrays or Python scalars, freed arrays, arrays on different devices,
+dtypes the operation does not take or the device cannot hold, Python ints that
+do not fit, shapes that do not broadcast, an output that is read-only, of the
+wrong shape or that the result cannot be cast to.  The result comes from the
+pool or the active ``ga.cached`` scope; its kind is the kind every array
+operand shares, else ``"device"``.  If the engine fails, the result goes back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._array.functions import shares_memory
+from .._array.layout import broadcast_strides
+from .._array.make import ArrayBase, new_array
+from .._array.transfer import copy_raw
+from ..backends.base import RawView
+from . import cpu_engine
+from .promotion import SCALAR_TYPES, check_scalar, resolve
+from .table import DTYPES, Op
+
+__all__ = ["apply", "operand_error"]
+
+_STRONG_SCALARS = frozenset(DTYPES)
+
+
+def operand_error(op: Op, x: object) -> TypeError:
+    return TypeError(
+        f"{op.name}() takes gpuarrays arrays and Python scalars, got {type(x).__name__}; "
+        f"copy host data to the device first with ga.asarray(x, device=...)")
+
+
+def _shape_of(op: Op, arrays: list) -> tuple[int, ...]:
+    shape = arrays[0]._shape
+    for a in arrays:
+        if a._shape != shape:
+            break
+    else:
+        return shape
+    try:
+        return np.broadcast_shapes(*(a._shape for a in arrays))
+    except ValueError:
+        shapes = " ".join(str(a._shape) for a in arrays)
+        raise ValueError(f"{op.name}(): operands could not be broadcast together with shapes "
+                         f"{shapes}; make the trailing dimensions equal or 1") from None
+
+
+def _check_out(op: Op, out, dev, shape: tuple, dt: np.dtype) -> None:
+    if not isinstance(out, ArrayBase):
+        raise TypeError(f"{op.name}(): out must be a gpuarrays array, got {type(out).__name__}")
+    out._live()
+    if not out._writeable:
+        raise ValueError(f"{op.name}(): the output array (shape {out._shape}, {out._dtype}) is "
+                         f"read-only (a broadcast_to or diagonal view); write into a copy")
+    if out._storage.device != dev:
+        raise ValueError(f"{op.name}(): the output is on {out._storage.device}, the operands "
+                         f"on {dev}; move one with to_device()")
+    if out._shape != shape:
+        raise ValueError(f"{op.name}(): the output has shape {out._shape}, but the operands "
+                         f"broadcast to {shape}")
+    if out._dtype != dt and not np.can_cast(dt, out._dtype, "same_kind"):
+        raise TypeError(f"{op.name}(): cannot cast the result from {dt} to the output's "
+                        f"{out._dtype} with casting rule 'same_kind'; use a {dt} output")
+    dev.require(out._dtype)
+
+
+def apply(op: Op, args: tuple, out=None):
+    """Run ``op`` on ``args`` (arrays and Python scalars); write into ``out`` if given.
+
+    Returns the result array (``out`` itself when given).  Errors, all raised
+    before anything is allocated: ``TypeError`` (operand types, dtypes, casting),
+    ``ValueError`` (devices, shapes, read-only output), ``OverflowError``
+    (a Python int that does not fit), ``FreedArrayError``/``DeviceResetError``.
+    """
+    arrays = []
+    keys = []
+    for x in args:
+        if isinstance(x, ArrayBase):
+            arrays.append(x)
+            keys.append(x._dtype)
+        elif type(x) in SCALAR_TYPES:
+            keys.append(type(x))
+        elif isinstance(x, np.generic) and x.dtype in _STRONG_SCALARS:
+            keys.append(x.dtype)  # a NumPy scalar keeps its dtype, as in NumPy
+        else:
+            raise operand_error(op, x)
+    if not arrays:
+        raise TypeError(f"{op.name}() needs at least one gpuarrays array among its operands")
+    first = arrays[0]
+    dev = first._storage.device
+    kind = first._storage.kind
+    for a in arrays:
+        a._live()
+        st = a._storage
+        if st.device != dev:
+            raise ValueError(f"{op.name}(): operands are on different devices, {dev} and "
+                             f"{st.device}; move one with x.to_device({str(dev)!r})")
+        if st.kind != kind:
+            kind = "device"
+    arg_dtypes, dt = resolve(op, tuple(keys), dev.info.float64)
+    for x, adt in zip(args, arg_dtypes, strict=True):
+        if type(x) is int:
+            check_scalar(x, adt)
+        dev.require(adt)
+    dev.require(dt)
+    shape = _shape_of(op, arrays)
+    if out is not None:
+        _check_out(op, out, dev, shape, dt)
+        result = out
+    else:
+        result = new_array(shape, dt, dev, kind)
+    try:
+        with dev.gate:
+            if dev.backend == "cpu":
+                cpu_engine.run(op, result, args)
+            else:
+                _run_on_device(op, dev, result, args, arg_dtypes, out is not None)
+    except BaseException:
+        if out is None:
+            result.free()
+        raise
+    return result
+
+
+_launch = []
+
+
+def _launcher():
+    """The device engine (``_compute/device/launcher.py``), bound on first use."""
+    if not _launch:
+        try:
+            from .device.launcher import elementwise
+        except ImportError as e:
+            raise NotImplementedError(
+                f"elementwise kernels for device back-ends are not available: {e}") from e
+        _launch.append(elementwise)
+    return _launch[0]
+
+
+def _run_on_device(op: Op, dev, result, args: tuple, arg_dtypes: tuple, given: bool) -> None:
+    """Generated kernels; an output overlapping an input (other than exactly) goes through a
+    temporary, so the values are NumPy's."""
+    launch = _launcher()
+    out = result._raw()
+    shape = out.shape
+    inputs = []
+    staged = False
+    for x, adt in zip(args, arg_dtypes, strict=True):
+        if isinstance(x, ArrayBase):
+            r = x._raw()
+            if r.shape != shape:
+                r = RawView(r.ptr, shape, broadcast_strides(r.shape, r.strides, shape), r.dtype)
+            if given and r != out and shares_memory(x, result):
+                staged = True
+            inputs.append(r)
+        else:
+            inputs.append(np.asarray(x, dtype=adt))  # a kernel argument, not an allocation
+    if not staged:
+        launch(dev, op.name, out, inputs, arg_dtypes)
+        return
+    tmp = new_array(shape, result._dtype, dev, "device")
+    try:
+        launch(dev, op.name, tmp._raw(), inputs, arg_dtypes)
+        copy_raw(result, tmp)
+    finally:
+        tmp.free()

@@ -1,0 +1,455 @@
+"""The elementwise functions of the array API standard, as thin wrappers over one table.
+
+Each function describes nothing itself: its row in ``table.py`` says what it
+accepts and how its result is typed, ``dispatch.apply`` checks, allocates and
+runs it (docs/compute.md).  Operands are gpuarrays arrays and Python scalars
+(weak: ``x + 1`` keeps ``x``'s dtype); at least one must be an array.  Results
+are new arrays on the operands' device, from the pool or the active
+``ga.cached`` scope.  Errors, raised before anything is allocated: ``TypeError``
+for a dtype the function does not take, ``ValueError`` for shapes that do not
+broadcast or arrays on different devices, ``OverflowError`` for a Python int
+that does not fit, ``FreedArrayError`` for a freed array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dispatch import apply
+from .promotion import SCALAR_TYPES
+from .table import OPS
+
+__all__ = [
+    "abs",
+    "acos",
+    "acosh",
+    "add",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_left_shift",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "ceil",
+    "clip",
+    "conj",
+    "copysign",
+    "cos",
+    "cosh",
+    "divide",
+    "equal",
+    "exp",
+    "expm1",
+    "floor",
+    "floor_divide",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "imag",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "less",
+    "less_equal",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logaddexp",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "nextafter",
+    "not_equal",
+    "positive",
+    "pow",
+    "real",
+    "reciprocal",
+    "remainder",
+    "round",
+    "sign",
+    "signbit",
+    "sin",
+    "sinh",
+    "sqrt",
+    "square",
+    "subtract",
+    "tan",
+    "tanh",
+    "trunc",
+    "where",
+]
+
+
+def abs(x, /):
+    """Absolute value (``|x|``; the magnitude, a real dtype, for complex)."""
+    return apply(OPS["abs"], (x,))
+
+
+def acos(x, /):
+    """Inverse cosine, in radians."""
+    return apply(OPS["acos"], (x,))
+
+
+def acosh(x, /):
+    """Inverse hyperbolic cosine."""
+    return apply(OPS["acosh"], (x,))
+
+
+def add(x1, x2, /):
+    """``x1 + x2``."""
+    return apply(OPS["add"], (x1, x2))
+
+
+def asin(x, /):
+    """Inverse sine, in radians."""
+    return apply(OPS["asin"], (x,))
+
+
+def asinh(x, /):
+    """Inverse hyperbolic sine."""
+    return apply(OPS["asinh"], (x,))
+
+
+def atan(x, /):
+    """Inverse tangent, in radians."""
+    return apply(OPS["atan"], (x,))
+
+
+def atan2(x1, x2, /):
+    """Inverse tangent of ``x1 / x2`` in the quadrant of the point ``(x2, x1)``."""
+    return apply(OPS["atan2"], (x1, x2))
+
+
+def atanh(x, /):
+    """Inverse hyperbolic tangent."""
+    return apply(OPS["atanh"], (x,))
+
+
+def bitwise_and(x1, x2, /):
+    """``x1 & x2``."""
+    return apply(OPS["bitwise_and"], (x1, x2))
+
+
+def bitwise_left_shift(x1, x2, /):
+    """``x1 << x2`` (shifts by the width or more give 0, as NumPy)."""
+    return apply(OPS["bitwise_left_shift"], (x1, x2))
+
+
+def bitwise_invert(x, /):
+    """``~x``."""
+    return apply(OPS["bitwise_invert"], (x,))
+
+
+def bitwise_or(x1, x2, /):
+    """``x1 | x2``."""
+    return apply(OPS["bitwise_or"], (x1, x2))
+
+
+def bitwise_right_shift(x1, x2, /):
+    """``x1 >> x2`` (arithmetic for signed types, as NumPy)."""
+    return apply(OPS["bitwise_right_shift"], (x1, x2))
+
+
+def bitwise_xor(x1, x2, /):
+    """``x1 ^ x2``."""
+    return apply(OPS["bitwise_xor"], (x1, x2))
+
+
+def ceil(x, /):
+    """Smallest integer not below ``x`` (integers unchanged)."""
+    return apply(OPS["ceil"], (x,))
+
+
+def conj(x, /):
+    """Complex conjugate (real values unchanged)."""
+    return apply(OPS["conj"], (x,))
+
+
+def copysign(x1, x2, /):
+    """``|x1|`` with the sign of ``x2``."""
+    return apply(OPS["copysign"], (x1, x2))
+
+
+def cos(x, /):
+    """Cosine."""
+    return apply(OPS["cos"], (x,))
+
+
+def cosh(x, /):
+    """Hyperbolic cosine."""
+    return apply(OPS["cosh"], (x,))
+
+
+def divide(x1, x2, /):
+    """``x1 / x2`` (true division; integers give the default floating type)."""
+    return apply(OPS["divide"], (x1, x2))
+
+
+def equal(x1, x2, /):
+    """``x1 == x2`` (bool)."""
+    return apply(OPS["equal"], (x1, x2))
+
+
+def exp(x, /):
+    """``e ** x``."""
+    return apply(OPS["exp"], (x,))
+
+
+def expm1(x, /):
+    """``exp(x) - 1``, accurate for small ``x``."""
+    return apply(OPS["expm1"], (x,))
+
+
+def floor(x, /):
+    """Largest integer not above ``x`` (integers unchanged)."""
+    return apply(OPS["floor"], (x,))
+
+
+def floor_divide(x1, x2, /):
+    """``x1 // x2`` (Python's sign rules; integer division by 0 gives 0, as NumPy)."""
+    return apply(OPS["floor_divide"], (x1, x2))
+
+
+def greater(x1, x2, /):
+    """``x1 > x2`` (bool)."""
+    return apply(OPS["greater"], (x1, x2))
+
+
+def greater_equal(x1, x2, /):
+    """``x1 >= x2`` (bool)."""
+    return apply(OPS["greater_equal"], (x1, x2))
+
+
+def hypot(x1, x2, /):
+    """``sqrt(x1**2 + x2**2)`` without undue overflow."""
+    return apply(OPS["hypot"], (x1, x2))
+
+
+def imag(x, /):
+    """Imaginary part of a complex array (the float of the same precision)."""
+    return apply(OPS["imag"], (x,))
+
+
+def isfinite(x, /):
+    """Whether each element is finite (bool)."""
+    return apply(OPS["isfinite"], (x,))
+
+
+def isinf(x, /):
+    """Whether each element is infinite (bool)."""
+    return apply(OPS["isinf"], (x,))
+
+
+def isnan(x, /):
+    """Whether each element is NaN (bool)."""
+    return apply(OPS["isnan"], (x,))
+
+
+def less(x1, x2, /):
+    """``x1 < x2`` (bool)."""
+    return apply(OPS["less"], (x1, x2))
+
+
+def less_equal(x1, x2, /):
+    """``x1 <= x2`` (bool)."""
+    return apply(OPS["less_equal"], (x1, x2))
+
+
+def log(x, /):
+    """Natural logarithm."""
+    return apply(OPS["log"], (x,))
+
+
+def log1p(x, /):
+    """``log(1 + x)``, accurate for small ``x``."""
+    return apply(OPS["log1p"], (x,))
+
+
+def log2(x, /):
+    """Base-2 logarithm."""
+    return apply(OPS["log2"], (x,))
+
+
+def log10(x, /):
+    """Base-10 logarithm."""
+    return apply(OPS["log10"], (x,))
+
+
+def logaddexp(x1, x2, /):
+    """``log(exp(x1) + exp(x2))`` without undue overflow."""
+    return apply(OPS["logaddexp"], (x1, x2))
+
+
+def logical_and(x1, x2, /):
+    """Logical AND of bool arrays."""
+    return apply(OPS["logical_and"], (x1, x2))
+
+
+def logical_not(x, /):
+    """Logical NOT of a bool array."""
+    return apply(OPS["logical_not"], (x,))
+
+
+def logical_or(x1, x2, /):
+    """Logical OR of bool arrays."""
+    return apply(OPS["logical_or"], (x1, x2))
+
+
+def logical_xor(x1, x2, /):
+    """Logical XOR of bool arrays."""
+    return apply(OPS["logical_xor"], (x1, x2))
+
+
+def maximum(x1, x2, /):
+    """Elementwise maximum (NaN propagates)."""
+    return apply(OPS["maximum"], (x1, x2))
+
+
+def minimum(x1, x2, /):
+    """Elementwise minimum (NaN propagates)."""
+    return apply(OPS["minimum"], (x1, x2))
+
+
+def multiply(x1, x2, /):
+    """``x1 * x2``."""
+    return apply(OPS["multiply"], (x1, x2))
+
+
+def negative(x, /):
+    """``-x`` (integers wrap, as NumPy)."""
+    return apply(OPS["negative"], (x,))
+
+
+def nextafter(x1, x2, /):
+    """The next representable value after ``x1`` towards ``x2``."""
+    return apply(OPS["nextafter"], (x1, x2))
+
+
+def not_equal(x1, x2, /):
+    """``x1 != x2`` (bool)."""
+    return apply(OPS["not_equal"], (x1, x2))
+
+
+def positive(x, /):
+    """``+x`` (a copy)."""
+    return apply(OPS["positive"], (x,))
+
+
+def pow(x1, x2, /):
+    """``x1 ** x2``."""
+    return apply(OPS["pow"], (x1, x2))
+
+
+def real(x, /):
+    """Real part (real values unchanged; complex gives the float of the same precision)."""
+    return apply(OPS["real"], (x,))
+
+
+def reciprocal(x, /):
+    """``1 / x``."""
+    return apply(OPS["reciprocal"], (x,))
+
+
+def remainder(x1, x2, /):
+    """``x1 % x2`` (the sign of ``x2``, as Python; integer remainder by 0 gives 0)."""
+    return apply(OPS["remainder"], (x1, x2))
+
+
+def round(x, /):
+    """Round to the nearest integer, halves to even (integers unchanged)."""
+    return apply(OPS["round"], (x,))
+
+
+def sign(x, /):
+    """-1, 0 or 1 by sign (``x / |x|`` for complex; NaN stays NaN)."""
+    return apply(OPS["sign"], (x,))
+
+
+def signbit(x, /):
+    """Whether the sign bit is set (bool; true for -0.0)."""
+    return apply(OPS["signbit"], (x,))
+
+
+def sin(x, /):
+    """Sine."""
+    return apply(OPS["sin"], (x,))
+
+
+def sinh(x, /):
+    """Hyperbolic sine."""
+    return apply(OPS["sinh"], (x,))
+
+
+def square(x, /):
+    """``x * x``."""
+    return apply(OPS["square"], (x,))
+
+
+def sqrt(x, /):
+    """Square root (correctly rounded)."""
+    return apply(OPS["sqrt"], (x,))
+
+
+def subtract(x1, x2, /):
+    """``x1 - x2``."""
+    return apply(OPS["subtract"], (x1, x2))
+
+
+def tan(x, /):
+    """Tangent."""
+    return apply(OPS["tan"], (x,))
+
+
+def tanh(x, /):
+    """Hyperbolic tangent."""
+    return apply(OPS["tanh"], (x,))
+
+
+def trunc(x, /):
+    """Round towards zero (integers unchanged)."""
+    return apply(OPS["trunc"], (x,))
+
+
+def where(condition, x1, x2, /):
+    """``x1`` where ``condition`` (a bool array) is true, else ``x2``, broadcast together.
+
+    ``x1``/``x2`` may be Python scalars (weak); the result has their promoted dtype.
+    """
+    return apply(OPS["where"], (condition, x1, x2))
+
+
+def _bound(x, value, low: bool):
+    """A missing bound, or a Python int beyond ``x``'s integer range, as the nearest limit."""
+    dt = getattr(x, "dtype", None)
+    if dt is None or (value is not None and type(value) not in SCALAR_TYPES):
+        return value
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if value is None:
+            return int(info.min if low else info.max)
+        if type(value) is int:
+            return max(int(info.min), min(int(info.max), value))
+        return value
+    if value is None:
+        return float("-inf") if low else float("inf")
+    return value
+
+
+def clip(x, /, min=None, max=None):
+    """``x`` limited to ``[min, max]`` (either may be ``None``); the result has ``x``'s dtype.
+
+    ``min``/``max`` may be arrays (broadcast) or Python scalars; an integer bound
+    beyond ``x``'s range is clamped to it.  NaN in ``x`` or a bound propagates.
+    """
+    return apply(OPS["clip"], (x, _bound(x, min, True), _bound(x, max, False)))
