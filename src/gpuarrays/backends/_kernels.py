@@ -45,6 +45,7 @@ __all__ = [
     "convert_kernel_names",
     "convert_source",
     "bytes_source",
+    "access_source",
     "fill_kernel",
     "FillPlan",
     "CopyPlan",
@@ -267,6 +268,10 @@ class Dialect:
     to_half: Callable[[str, str], str]
     # (destination key, floating value) -> the destination integer, as NumPy casts
     float_to_int: Callable[[str, str], str]
+    # What the generated compute kernels add to the prelude (contraction off, NAN and
+    # INFINITY), and whether float32 math functions take an ``f`` suffix (CUDA's expf).
+    compute_prelude: str = ""
+    suffix_math: bool = False
 
 
 def _offsets_src(d: Dialect) -> str:
@@ -372,7 +377,7 @@ _WORD_TYPE = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
 
 
 # Conversion kernels -----------------------------------------------------------------------
-def _access_src(d: Dialect, ctype: str, aligned: bool, store: bool) -> str:
+def access_source(d: Dialect, ctype: str, aligned: bool, store: bool) -> str:
     """A ``ld_<type>`` or ``st_<type>`` helper for one storage type, direct or byte-wise."""
     g, fn = d.glob, d.fn
     direct = aligned or ctype in ("u8", "i8")
@@ -442,8 +447,8 @@ def convert_source(
         d.prelude,
         _offsets_src(d),
         d.half_src(doubles),
-        _access_src(d, s.storage, src_aligned, store=False),
-        *(_access_src(d, t, dst_aligned, store=True) for t in storages),
+        access_source(d, s.storage, src_aligned, store=False),
+        *(access_source(d, t, dst_aligned, store=True) for t in storages),
         *(_convert_kernel(d, src_key, k) for k in dst_keys),
     ]
     return "".join(parts)

@@ -12,8 +12,9 @@ function returning an object that satisfies :class:`Backend` (or raising
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -125,3 +126,55 @@ class Backend(Protocol):
 
     def register_host(self, index: int, ptr: int, nbytes: int) -> None: ...
     def unregister_host(self, index: int, ptr: int) -> None: ...
+
+
+# Generated kernels ----------------------------------------------------------------------
+LAUNCH_HINTS = ("cpu", "gpu")
+
+
+class CompiledKernel(Protocol):
+    """One kernel of a program a back-end compiled for one device.
+
+    ``launch`` enqueues it on the device's in-order queue/stream and returns
+    without waiting.  ``values`` follow the parameter types given to
+    :meth:`KernelBackend.compile_kernel`: an address (``int``) for ``"ptr"``, a
+    Python number for a NumPy dtype code (``"i4"``, ``"u8"``, ``"f4"``, ``"b1"``
+    ...).  ``global_size`` work-items run in groups of ``local_size`` (a
+    multiple of it).  A kernel stays usable across a device reset (it is
+    rebuilt on its next launch).
+    """
+
+    def launch(self, values: Sequence[Any], global_size: int, local_size: int) -> None: ...
+
+
+class BinaryCache(Protocol):
+    """Where compiled images outlive the process (CUDA's disk cache, above the interface).
+
+    ``key`` is everything the image depends on (source, options, architecture,
+    compiler version), as bytes; the cache hashes it.  ``load`` returns None on a
+    miss or a damaged entry.
+    """
+
+    def load(self, key: bytes) -> bytes | None: ...
+    def save(self, key: bytes, image: bytes) -> None: ...
+
+
+@runtime_checkable
+class KernelBackend(Protocol):
+    """What a device back-end adds so that generated kernels run on it (docs/kernels.md).
+
+    It knows nothing about operations: it compiles a source (once per device;
+    a second request for the same source and name is served from memory),
+    launches with arguments, and says which kind of processor the device is.
+    ``dialect`` is the ``backends._kernels.Dialect`` its kernels are written in.
+    Compile errors raise ``gpuarrays.BackendError`` with the compiler's log.
+    """
+
+    dialect: Any
+    builds: int  # programs compiled so far (a cache miss compiles one)
+
+    def compile_kernel(self, index: int, source: str, name: str, params: Sequence[str],
+                       cache: BinaryCache | None = None) -> CompiledKernel: ...
+
+    def launch_hint(self, index: int) -> str:
+        """``"cpu"`` for a device that is the host's cores (PoCL), else ``"gpu"``."""

@@ -74,6 +74,7 @@ CL_DEVICE_SVM_COARSE_GRAIN_BUFFER = 1 << 0
 CL_DEVICE_SVM_FINE_GRAIN_BUFFER = 1 << 1
 CL_PROGRAM_BUILD_LOG = 0x1183
 CL_KERNEL_WORK_GROUP_SIZE = 0x11B0
+CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 7
 
 _MAX_GLOBAL_SIZE = 1 << 20  # work-items per launch; kernels loop over the rest
 # A fixed work-group size: with a runtime-chosen one, PoCL recompiles a kernel for
@@ -221,7 +222,9 @@ typedef long i64;
     half_src=_half_src,
     to_half=_to_half,
     float_to_int=_float_to_int,
+    compute_prelude="#pragma OPENCL FP_CONTRACT OFF\n",
 )
+DIALECT = _OPENCL_C
 
 
 def _bytes_source(itemsize: int, word: int) -> str:
@@ -251,6 +254,8 @@ class _DeviceState:
     programs: list[int] = field(default_factory=list)
     # (program key, kernel name) -> (cl_kernel, work-group size)
     kernels: dict[tuple, tuple[int, int]] = field(default_factory=dict)
+    # generated kernels: (source, name) -> cl_kernel (each _Kernel holds its own)
+    compute: dict[tuple[str, str], int] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
     # Pointer arrays handed to clEnqueueSVMFree, kept until the queue has passed them:
     # PoCL before 3.1 reads the array when the command runs, not when it is enqueued.
@@ -260,6 +265,83 @@ class _DeviceState:
         """The first ``count`` queued frees have run (a later blocking command completed)."""
         with self.lock:
             del self.free_lists[:count]
+
+
+_ARG_CTYPES = {
+    "b1": ctypes.c_uint8, "i1": ctypes.c_int8, "u1": ctypes.c_uint8, "i2": ctypes.c_int16,
+    "u2": ctypes.c_uint16, "i4": ctypes.c_int32, "u4": ctypes.c_uint32, "i8": ctypes.c_int64,
+    "u8": ctypes.c_uint64, "f4": ctypes.c_float, "f8": ctypes.c_double,
+}
+
+
+class _Kernel:
+    """A generated kernel on one device (see ``KernelBackend`` in base.py).
+
+    It owns its ``cl_kernel`` and one ctypes slot per parameter, and remembers
+    the addresses and integers it last set: OpenCL keeps argument values
+    between enqueues, so a launch sets only what changed and then enqueues
+    (docs/kernels.md, "The host path").  After a device reset it rebuilds itself
+    on the next launch.
+    """
+
+    __slots__ = ("_backend", "_index", "_source", "_name", "_slots", "_refs", "_sizes",
+                 "_skip", "_last", "_state", "_handle", "_lock", "_gsize", "_lsize", "_gref",
+                 "_lref", "_set_ptr", "_set_arg", "_enqueue", "_flush")
+
+    def __init__(self, backend: OpenCLBackend, index: int, source: str, name: str,
+                 params: tuple[str, ...]) -> None:  # fmt: skip
+        self._backend, self._index, self._source, self._name = backend, index, source, name
+        try:
+            self._slots = [None if t == "ptr" else _ARG_CTYPES[t]() for t in params]
+        except KeyError as exc:
+            raise ValueError(f"unknown kernel parameter type {exc.args[0]!r}; "
+                             f"expected 'ptr' or one of {', '.join(_ARG_CTYPES)}") from None
+        self._refs = [None if a is None else ctypes.byref(a) for a in self._slots]
+        self._sizes = [0 if a is None else ctypes.sizeof(a) for a in self._slots]
+        # integers and addresses are set again only when they change; floats always
+        # (0.0 == -0.0, and NaN != NaN)
+        self._skip = [t == "ptr" or t[0] in "biu" for t in params]
+        self._lock = threading.Lock()
+        self._gsize, self._lsize = _size(0), _size(0)
+        self._gref, self._lref = ctypes.byref(self._gsize), ctypes.byref(self._lsize)
+        lib = backend._lib
+        self._set_ptr, self._set_arg = lib.clSetKernelArgSVMPointer, lib.clSetKernelArg
+        self._enqueue, self._flush = lib.clEnqueueNDRangeKernel, lib.clFlush
+        self._state = None
+        self._bind()
+
+    def _bind(self) -> None:
+        self._state, self._handle = self._backend._compute_kernel(
+            self._index, self._source, self._name)
+        self._last = [None] * len(self._slots)
+
+    def launch(self, values, global_size: int, local_size: int) -> None:
+        if self._backend._states.get(self._index) is not self._state:
+            self._bind()  # the device was reset (or never used since)
+        with self._lock:
+            k, last, skip, slots = self._handle, self._last, self._skip, self._slots
+            for i, v in enumerate(values):
+                if skip[i] and last[i] == v:
+                    continue
+                slot = slots[i]
+                if slot is None:
+                    code = self._set_ptr(k, i, v)
+                else:
+                    slot.value = v
+                    code = self._set_arg(k, i, self._sizes[i], self._refs[i])
+                if code:
+                    last[i] = None
+                    _check("clSetKernelArg", code, f"argument {i} of {self._name}: "
+                           f"{_code_name(code)} ({code})")
+                last[i] = v
+            self._gsize.value = global_size
+            self._lsize.value = local_size
+            q = self._state.q
+            code = self._enqueue(q, k, 1, None, self._gref, self._lref if local_size else None,
+                                 0, None, None)
+        if code:
+            _check("clEnqueueNDRangeKernel", code)
+        self._flush(q)
 
 
 class OpenCLBackend(_kernels.DeviceOps):
@@ -283,6 +365,15 @@ class OpenCLBackend(_kernels.DeviceOps):
         self._allocated = [0] * len(devices)  # bytes allocated per device
         # Devices found but left out by load(): "name (platform)" -> why (a compiler problem).
         self.left_out: dict[str, str] = {}
+        self.builds = 0  # programs built (docs/kernels.md, "Kernel caches")
+        self._compiled: dict[tuple[int, str, str], _Kernel] = {}
+        self._hints = ["cpu" if dev.type & cl_module.device_type.CPU else "gpu" for dev in devices]
+        # Never fast-math (docs/kernels.md, "Accuracy"); float32 / and sqrt correctly
+        # rounded where the device offers it (the default allows 2.5 and 3 ulp).
+        self._compute_options = [
+            b"-cl-fp32-correctly-rounded-divide-sqrt"
+            if int(dev.single_fp_config) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT else b""
+            for dev in devices]
         if not _CODE_NAMES:
             for attr in dir(cl_module.status_code):
                 value = getattr(cl_module.status_code, attr)
@@ -452,8 +543,9 @@ class OpenCLBackend(_kernels.DeviceOps):
                 handle = state.kernels[(key, name)]
         return state, handle
 
-    def _build(self, index: int, state: _DeviceState, source: str) -> int:
+    def _build(self, index: int, state: _DeviceState, source: str, options: bytes = b"") -> int:
         lib = self._lib
+        self.builds += 1
         err = _int(0)
         text = ctypes.c_char_p(source.encode())
         program = lib.clCreateProgramWithSource(
@@ -462,7 +554,7 @@ class OpenCLBackend(_kernels.DeviceOps):
         _check("clCreateProgramWithSource", err.value)
         state.programs.append(program)
         dev = _vp(self._devices[index].int_ptr)
-        code = lib.clBuildProgram(program, 1, ctypes.byref(dev), b"", None, None)
+        code = lib.clBuildProgram(program, 1, ctypes.byref(dev), options, None, None)
         if code != CL_SUCCESS:
             log_size = _size(0)
             lib.clGetProgramBuildInfo(
@@ -596,6 +688,41 @@ class OpenCLBackend(_kernels.DeviceOps):
         args = [("svm", plan.dst), ("svm", plan.src), ("buf", plan.offsets), ("long", n)]
         self._launch(state, kernel, n, args)
 
+    # generated kernels (KernelBackend in base.py) ---------------------------------
+    dialect = _OPENCL_C
+
+    def launch_hint(self, index: int) -> str:
+        return self._hints[index]
+
+    def compile_kernel(self, index: int, source: str, name: str, params, cache=None) -> _Kernel:
+        """The kernel ``name`` of ``source`` on device ``index``, built on first request.
+
+        ``cache`` is ignored: PoCL and the GPU drivers keep their own binary caches.
+        """
+        key = (index, source, name)
+        kernel = self._compiled.get(key)
+        if kernel is None:
+            with self._lock:
+                kernel = self._compiled.get(key)
+                if kernel is None:
+                    kernel = self._compiled[key] = _Kernel(self, index, source, name,
+                                                           tuple(params))
+        return kernel
+
+    def _compute_kernel(self, index: int, source: str, name: str) -> tuple[_DeviceState, int]:
+        """A fresh ``cl_kernel`` for ``name`` of ``source`` in the device's current state."""
+        state = self._state(index)
+        with state.lock:
+            handle = state.compute.get((source, name))
+            if handle is None:
+                program = self._build(index, state, source, self._compute_options[index])
+                err = _int(0)
+                handle = self._lib.clCreateKernel(program, name.encode(), ctypes.byref(err))
+                _check("clCreateKernel", err.value,
+                       f"clCreateKernel({name}) failed: {_code_name(err.value)}")
+                state.compute[(source, name)] = handle
+        return state, handle
+
     # lifecycle ----------------------------------------------------------------
     def synchronize(self, index: int) -> None:
         state = self._states.get(index)
@@ -620,6 +747,8 @@ class OpenCLBackend(_kernels.DeviceOps):
         for p in ptrs:
             lib.clSVMFree(state.ctx, p)
         for k, _ in state.kernels.values():
+            lib.clReleaseKernel(k)
+        for k in state.compute.values():
             lib.clReleaseKernel(k)
         for prg in state.programs:
             lib.clReleaseProgram(prg)

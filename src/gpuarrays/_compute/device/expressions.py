@@ -1,0 +1,535 @@
+"""The C expression of every elementwise operation, per dtype class, for both dialects.
+
+Each entry of :data:`EXPRESSIONS` says what one work-item computes for one
+element: a C expression over the operands ``x``, ``y``, ``z`` -- already
+converted to the *compute type* of the kernel (docs/kernels.md, "Signatures")
+-- and the type of its value.  The same text is valid OpenCL C and CUDA C: it
+names types and functions through placeholders that a :class:`TypeNames`
+fills per concrete dtype and dialect (``{T}`` the compute type, ``{W}`` the
+unsigned type integer arithmetic wraps in, ``{exp}`` the dialect's ``exp`` for
+that type ...), and anything longer than an expression is a helper function
+(:data:`HELPERS`) written once over the same placeholders.
+
+What C leaves undefined is guarded here, as NumPy defines it
+(docs/kernels.md, "Semantics"): signed overflow wraps (arithmetic in the
+unsigned type), integer division and remainder by zero give 0 and
+``MIN // -1`` gives ``MIN``, ``floor_divide``/``remainder`` follow Python's
+sign rules, shifts by the width or more (or by a negative count) give 0 or
+-1, ``abs(MIN)`` is ``MIN``, ``round`` is ``rint`` (half to even),
+``maximum``/``minimum`` propagate NaN, ``sign(NaN)`` is NaN.  float16 is
+computed in float32 (its helpers are float32's), except ``nextafter``, which
+steps in float16's own spacing.
+
+Dtype classes are :data:`CLASSES`; :func:`dtype_class` maps a dtype to one.
+Nothing here knows about devices, launches or the promotion rules: the
+operations' table (``_compute/table.py``) says which dtypes an operation
+accepts, and the launcher receives the compute dtypes already chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "CLASSES",
+    "Expr",
+    "EXPRESSIONS",
+    "HELPERS",
+    "TypeNames",
+    "classes",
+    "dtype_class",
+    "expression",
+    "result_key",
+]
+
+BOOL, SIGNED, UNSIGNED, REAL, COMPLEX = (
+    "bool", "signed integer", "unsigned integer", "real floating", "complex floating")
+CLASSES = (BOOL, SIGNED, UNSIGNED, REAL, COMPLEX)
+"""The dtype classes an expression is written for (the array API's ``isdtype`` kinds)."""
+
+_KIND_CLASS = {"b": BOOL, "i": SIGNED, "u": UNSIGNED, "f": REAL, "c": COMPLEX}
+
+
+def dtype_class(dtype: np.dtype) -> str:
+    """The class of a dtype (``"real floating"`` for float16/32/64 ...)."""
+    return _KIND_CLASS[np.dtype(dtype).kind]
+
+
+@dataclass(frozen=True)
+class Expr:
+    """What one element of an operation computes.
+
+    ``c`` is the C expression over ``x``, ``y``, ``z`` with placeholders;
+    ``result`` types its value: ``"same"`` (the compute type), ``"bool"``, or
+    ``"real"`` (the real type of a complex compute type: ``abs``, ``real``,
+    ``imag``); ``helpers`` are the :data:`HELPERS` it calls.
+    """
+
+    c: str
+    result: str = "same"
+    helpers: tuple[str, ...] = ()
+
+
+# Per-dtype names ------------------------------------------------------------------------
+_MATH = frozenset("""
+acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh exp expm1 fabs floor fmod
+hypot log log1p log2 log10 nextafter pow rint sin sinh sqrt tan tanh trunc
+""".split())
+
+_INT_LIMITS = {
+    "i1": ("(i8)-128", "8"), "i2": ("(i16)-32768", "16"),
+    "i4": ("(i32)(-2147483647 - 1)", "32"), "i8": ("(i64)(-9223372036854775807LL - 1)", "64"),
+    "u1": ("(u8)0", "8"), "u2": ("(u16)0", "16"), "u4": ("(u32)0", "32"), "u8": ("(u64)0", "64"),
+}
+_CTYPE = {
+    "b1": "u8", "i1": "i8", "i2": "i16", "i4": "i32", "i8": "i64", "u1": "u8", "u2": "u16",
+    "u4": "u32", "u8": "u64", "f2": "float", "f4": "float", "f8": "double", "c8": "c64",
+    "c16": "c128",
+}
+_REAL_OF = {"c8": "f4", "c16": "f8"}
+
+
+class TypeNames(dict):
+    """The placeholders of the expressions and helpers for one compute dtype and dialect.
+
+    ``key`` is the kernel key of the compute dtype (``"f4"``, ``"i8"``, ``"c16"``
+    ...); ``suffix_math`` says whether the dialect names float32 math
+    functions with an ``f`` suffix (CUDA's ``expf``) rather than overloading
+    them (OpenCL's ``exp``).
+    """
+
+    def __init__(self, key: str, suffix_math: bool) -> None:
+        super().__init__()
+        self.key = key
+        kind = key[0]
+        real_key = _REAL_OF.get(key, key)
+        real = _CTYPE[real_key] if kind in "fc" else _CTYPE[key]
+        self.update(T=_CTYPE[key], R=real, K=key, C=_CTYPE.get(key if kind == "c" else "", ""))
+        if kind in "iu":
+            lo, bits = _INT_LIMITS[key]
+            self.update(MIN=lo, BITS=bits, W="u64" if bits == "64" else "u32")
+        self._float_suffix = "f" if (kind in "fc" and real == "float") else ""
+        self["L"] = self._float_suffix  # literal suffix: 0.5{L}
+        self._suffix_math = suffix_math
+
+    def __missing__(self, name: str) -> str:
+        if name in _MATH:
+            return name + (self._float_suffix if self._suffix_math else "")
+        raise KeyError(f"no placeholder {{{name}}} for compute type {self.key}")
+
+
+def result_key(expr: Expr, compute_key: str) -> str:
+    """The kernel key of an expression's value for a given compute dtype key."""
+    if expr.result == "bool":
+        return "b1"
+    if expr.result == "real":
+        return _REAL_OF.get(compute_key, compute_key)
+    return compute_key
+
+
+# Helpers: C functions over the placeholders, emitted once per (name, compute type) ------
+def _complex_core(t: TypeNames) -> str:
+    return """
+DEV {C} c_make_{K}({R} re, {R} im) {{ {C} z; z.x = re; z.y = im; return z; }}
+DEV {C} c_add_{K}({C} a, {C} b) {{ return c_make_{K}(a.x + b.x, a.y + b.y); }}
+DEV {C} c_sub_{K}({C} a, {C} b) {{ return c_make_{K}(a.x - b.x, a.y - b.y); }}
+DEV {C} c_mul_{K}({C} a, {C} b) {{
+    return c_make_{K}(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}}
+DEV {C} c_scale_{K}({C} a, {R} s) {{ return c_make_{K}(a.x * s, a.y * s); }}
+/* Smith's algorithm, as NumPy divides. */
+DEV {C} c_div_{K}({C} a, {C} b) {{
+    {R} ar = {fabs}(b.x), ai = {fabs}(b.y);
+    if (ar >= ai) {{
+        if (ar == 0 && ai == 0) return c_make_{K}(a.x / ar, a.y / ar);
+        {R} rat = b.y / b.x, scl = 1.0{L} / (b.x + b.y * rat);
+        return c_make_{K}((a.x + a.y * rat) * scl, (a.y - a.x * rat) * scl);
+    }}
+    {R} rat = b.x / b.y, scl = 1.0{L} / (b.y + b.x * rat);
+    return c_make_{K}((a.x * rat + a.y) * scl, (a.y * rat - a.x) * scl);
+}}
+DEV {C} c_mul_i_{K}({C} a) {{ return c_make_{K}(-a.y, a.x); }}      /* i * a */
+DEV {C} c_mul_mi_{K}({C} a) {{ return c_make_{K}(a.y, -a.x); }}     /* -i * a */
+""".format_map(t)
+
+
+def _complex_exp(t: TypeNames) -> str:
+    return """
+DEV {C} c_exp_{K}({C} z) {{
+    if (z.y == 0) return c_make_{K}({exp}(z.x), z.y);
+    {R} e = {exp}(z.x);
+    return c_make_{K}(e * {cos}(z.y), e * {sin}(z.y));
+}}
+DEV {C} c_log_{K}({C} z) {{ return c_make_{K}({log}({hypot}(z.x, z.y)), {atan2}(z.y, z.x)); }}
+/* The principal square root without overflow in the intermediate modulus. */
+DEV {C} c_sqrt_{K}({C} z) {{
+    if (z.x == 0 && z.y == 0) return c_make_{K}(0, z.y);
+    if (isinf(z.y)) return c_make_{K}(INFINITY, z.y);
+    if (isnan(z.x)) return c_make_{K}(z.x, z.x);
+    if (isinf(z.x)) {{
+        if (z.x > 0) return c_make_{K}(z.x, isnan(z.y) ? z.y : {copysign}(0, z.y));
+        return c_make_{K}(isnan(z.y) ? z.y : 0, {copysign}(INFINITY, z.y));
+    }}
+    {R} t = {sqrt}(({fabs}(z.x) + {hypot}(z.x, z.y)) * 0.5{L});
+    if (z.x >= 0) return c_make_{K}(t, z.y / (2 * t));
+    return c_make_{K}({fabs}(z.y) / (2 * t), {copysign}(t, z.y));
+}}
+DEV {C} c_expm1_{K}({C} z) {{
+    {R} h = {sin}(z.y * 0.5{L});
+    return c_make_{K}({expm1}(z.x) * {cos}(z.y) - 2 * h * h, {exp}(z.x) * {sin}(z.y));
+}}
+DEV {C} c_log1p_{K}({C} z) {{
+    {R} re = z.x + 1;
+    return c_make_{K}({log}({hypot}(re, z.y)), {atan2}(z.y, re));
+}}
+""".format_map(t)
+
+
+def _complex_trig(t: TypeNames) -> str:
+    return """
+DEV {C} c_sinh_{K}({C} z) {{ return c_make_{K}({sinh}(z.x) * {cos}(z.y), {cosh}(z.x) * {sin}(z.y)); }}
+DEV {C} c_cosh_{K}({C} z) {{ return c_make_{K}({cosh}(z.x) * {cos}(z.y), {sinh}(z.x) * {sin}(z.y)); }}
+/* Kahan's formula; far from the imaginary axis tanh is +-1 (and a tiny imaginary part). */
+DEV {C} c_tanh_{K}({C} z) {{
+    if ({fabs}(z.x) > TANH_BIG_{K}) {{
+        {R} e = {exp}(-2 * {fabs}(z.x));
+        return c_make_{K}({copysign}(1, z.x), 4 * {sin}(z.y) * {cos}(z.y) * e);
+    }}
+    {R} tn = {tan}(z.y), beta = 1 + tn * tn, s = {sinh}(z.x), rho = {sqrt}(1 + s * s);
+    {R} den = 1 + beta * s * s;
+    return c_make_{K}(beta * rho * s / den, tn / den);
+}}
+DEV {C} c_sin_{K}({C} z) {{ return c_mul_mi_{K}(c_sinh_{K}(c_mul_i_{K}(z))); }}
+DEV {C} c_cos_{K}({C} z) {{ return c_cosh_{K}(c_mul_i_{K}(z)); }}
+DEV {C} c_tan_{K}({C} z) {{ return c_mul_mi_{K}(c_tanh_{K}(c_mul_i_{K}(z))); }}
+/* asinh(z) = log(z + sqrt(z*z + 1)), evaluated where it does not cancel (odd function). */
+DEV {C} c_asinh_{K}({C} z) {{
+    int neg = z.x < 0 || (z.x == 0 && {signbit}(z.x));
+    {C} w = neg ? c_make_{K}(-z.x, -z.y) : z;
+    {C} r = c_log_{K}(c_add_{K}(w, c_sqrt_{K}(c_add_{K}(c_mul_{K}(w, w), c_make_{K}(1, 0)))));
+    return neg ? c_make_{K}(-r.x, -r.y) : r;
+}}
+DEV {C} c_asin_{K}({C} z) {{ return c_mul_mi_{K}(c_asinh_{K}(c_mul_i_{K}(z))); }}
+DEV {C} c_acos_{K}({C} z) {{
+    {C} a = c_asin_{K}(z);
+    return c_make_{K}(({R})1.57079632679489661923 - a.x, -a.y);
+}}
+/* acosh(z) = log(z + sqrt(z + 1) * sqrt(z - 1)) */
+DEV {C} c_acosh_{K}({C} z) {{
+    {C} s = c_mul_{K}(c_sqrt_{K}(c_add_{K}(z, c_make_{K}(1, 0))),
+                      c_sqrt_{K}(c_sub_{K}(z, c_make_{K}(1, 0))));
+    return c_log_{K}(c_add_{K}(z, s));
+}}
+/* atanh(z) = (log1p(z) - log1p(-z)) / 2 */
+DEV {C} c_atanh_{K}({C} z) {{
+    {C} r = c_sub_{K}(c_log1p_{K}(z), c_log1p_{K}(c_make_{K}(-z.x, -z.y)));
+    return c_scale_{K}(r, 0.5{L});
+}}
+DEV {C} c_atan_{K}({C} z) {{ return c_mul_mi_{K}(c_atanh_{K}(c_mul_i_{K}(z))); }}
+""".format_map(t)
+
+
+def _complex_misc(t: TypeNames) -> str:
+    return """
+DEV {C} c_pow_{K}({C} a, {C} b) {{
+    if (b.x == 0 && b.y == 0) return c_make_{K}(1, 0);
+    if (a.x == 0 && a.y == 0 && b.y == 0 && b.x > 0) return c_make_{K}(0, 0);
+    if (b.y == 0 && b.x == 1) return a;
+    if (b.y == 0 && b.x == 2) return c_mul_{K}(a, a);
+    return c_exp_{K}(c_mul_{K}(b, c_log_{K}(a)));
+}}
+/* NumPy 2: z / |z|; 0 at 0; NaN if a part is NaN; infinite parts count as +-1. */
+DEV {C} c_sign_{K}({C} z) {{
+    if (isnan(z.x) || isnan(z.y)) return c_make_{K}(NAN, NAN);
+    if (isinf(z.x) || isinf(z.y)) {{
+        z = c_make_{K}(isinf(z.x) ? {copysign}(1, z.x) : 0, isinf(z.y) ? {copysign}(1, z.y) : 0);
+    }}
+    {R} a = {hypot}(z.x, z.y);
+    if (a == 0) return c_make_{K}(0, 0);
+    return c_make_{K}(z.x / a, z.y / a);
+}}
+""".format_map(t)
+
+
+def _int_helpers(t: TypeNames) -> str:
+    """Python-sign division and remainder, and powers, wrapping like NumPy."""
+    signed = t.key[0] == "i"
+    if signed:
+        div = """
+DEV {T} floordiv_{K}({T} a, {T} b) {{
+    if (b == 0) return 0;
+    if (b == -1) return ({T})(0 - ({W})a);        /* MIN // -1 wraps to MIN */
+    {T} q = ({T})(a / b);
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q = ({T})(q - 1);
+    return q;
+}}
+DEV {T} mod_{K}({T} a, {T} b) {{
+    if (b == 0 || b == -1) return 0;
+    {T} r = ({T})(a % b);
+    if (r != 0 && ((r < 0) != (b < 0))) r = ({T})(r + b);
+    return r;
+}}
+"""
+    else:
+        div = """
+DEV {T} floordiv_{K}({T} a, {T} b) {{ return b == 0 ? ({T})0 : ({T})(a / b); }}
+DEV {T} mod_{K}({T} a, {T} b) {{ return b == 0 ? ({T})0 : ({T})(a % b); }}
+"""
+    neg = """
+    if (e < 0) return a == 1 ? ({T})1 : (a == -1 ? ((e & 1) ? a : ({T})1) : ({T})0);""" if signed else ""
+    pw = """
+/* Integer powers by squaring, wrapping; a negative exponent (an error in NumPy,
+   which the device cannot raise) gives 1 / a truncated: 0 except for a = +-1. */
+DEV {T} ipow_{K}({T} a, {T} e) {{""" + neg + """
+    {W} r = 1, b = ({W})a;
+    u64 k = (u64)e;
+    while (k) {{ if (k & 1) r *= b; b *= b; k >>= 1; }}
+    return ({T})r;
+}}
+"""
+    return (div + pw).format_map(t)
+
+
+def _float_helpers(t: TypeNames) -> str:
+    """NumPy's npy_divmod (Python's sign rules), logaddexp, NaN-propagating extrema, sign."""
+    return """
+DEV {T} floordiv_{K}({T} a, {T} b) {{
+    if (b == 0) return a / b;
+    {T} mod = {fmod}(a, b);
+    {T} div = (a - mod) / b;
+    if (mod != 0) {{
+        if ((b < 0) != (mod < 0)) div -= 1;
+    }}
+    if (div != 0) {{
+        {T} fl = {floor}(div);
+        if (div - fl > 0.5{L}) fl += 1;
+        return fl;
+    }}
+    return {copysign}(0, a / b);
+}}
+DEV {T} mod_{K}({T} a, {T} b) {{
+    {T} mod = {fmod}(a, b);
+    if (b == 0) return mod;
+    if (mod != 0) {{
+        if ((b < 0) != (mod < 0)) mod += b;
+        return mod;
+    }}
+    return {copysign}(0, b);
+}}
+DEV {T} logaddexp_{K}({T} a, {T} b) {{
+    if (a == b) return a + ({T})0.693147180559945309417232121458176568;  /* also +-inf */
+    {T} d = a - b;
+    if (d > 0) return a + {log1p}({exp}(-d));
+    if (d <= 0) return b + {log1p}({exp}(d));
+    return d;  /* NaN */
+}}
+DEV {T} sign_{K}({T} a) {{ return isnan(a) ? a : (a > 0 ? ({T})1 : (a < 0 ? ({T})-1 : ({T})0)); }}
+""".format_map(t)
+
+
+def _nextafter(t: TypeNames) -> str:
+    if t.key != "f2":
+        return "DEV {T} nextafter_{K}({T} a, {T} b) {{ return {nextafter}(a, b); }}\n".format_map(t)
+    # float16: one step of float16's spacing (float32's nextafter would round back).
+    return """
+DEV float nextafter_f2(float a, float b) {
+    if (isnan(a) || isnan(b)) return a + b;
+    if (a == b) return b;
+    u16 h = float_to_half(a);
+    if (a == 0) h = (u16)((b < 0 ? 0x8000u : 0u) | 1u);
+    else if ((a < b) == (a > 0)) h = (u16)(h + 1);
+    else h = (u16)(h - 1);
+    return half_to_float(h);
+}
+"""
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A group of helper functions for one compute type, and the groups it calls."""
+
+    source: Callable[[TypeNames], str]
+    needs: tuple[str, ...] = ()
+    kinds: str = "fc"  # key kinds it is written for
+
+
+HELPERS: dict[str, Helper] = {
+    "complex": Helper(_complex_core, kinds="c"),
+    "cexp": Helper(_complex_exp, ("complex",), kinds="c"),
+    "ctrig": Helper(_complex_trig, ("complex", "cexp"), kinds="c"),
+    "cmisc": Helper(_complex_misc, ("complex", "cexp"), kinds="c"),
+    "int": Helper(_int_helpers, kinds="iu"),
+    "float": Helper(_float_helpers, kinds="f"),
+    "nextafter": Helper(_nextafter, kinds="f"),
+}
+"""Helper groups by name; an :class:`Expr` lists the groups it calls."""
+
+
+# The expressions ---------------------------------------------------------------------------
+def _wrap(op: str) -> str:
+    """Integer arithmetic in the unsigned type ``W``: wraps as NumPy does, never overflows."""
+    return f"({{T}})(({{W}})x {op} ({{W}})y)"
+
+
+_INTS = (SIGNED, UNSIGNED)
+
+
+def _same(expr: Expr, *classes_: str) -> dict[str, Expr]:
+    return dict.fromkeys(classes_, expr)
+
+
+def _unary_float(name: str) -> dict[str, Expr]:
+    """A real math function, and its complex form ``c_<name>``."""
+    group = "ctrig" if name in ("sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos",
+                                "atan", "asinh", "acosh", "atanh") else "cexp"
+    return {REAL: Expr(f"{{{name}}}(x)"),
+            COMPLEX: Expr(f"c_{name}_{{K}}(x)", helpers=(group,))}
+
+
+def _compare(op: str, complex_too: bool = False, bool_too: bool = False) -> dict[str, Expr]:
+    e = Expr(f"(x {op} y)", "bool")
+    out = _same(e, *_INTS, REAL)
+    if bool_too:
+        out[BOOL] = e
+    if complex_too:
+        join = "&&" if op == "==" else "||"
+        out[COMPLEX] = Expr(f"((x.x {op} y.x) {join} (x.y {op} y.y))", "bool")
+    return out
+
+
+_LN2, _LN10 = "0.693147180559945309417232121458176568", "2.30258509299404568401799145468436421"
+
+EXPRESSIONS: dict[str, dict[str, Expr]] = {
+    # arithmetic
+    "add": {**_same(Expr(_wrap("+")), *_INTS), REAL: Expr("x + y"),
+            COMPLEX: Expr("c_add_{K}(x, y)", helpers=("complex",))},
+    "subtract": {**_same(Expr(_wrap("-")), *_INTS), REAL: Expr("x - y"),
+                 COMPLEX: Expr("c_sub_{K}(x, y)", helpers=("complex",))},
+    "multiply": {**_same(Expr(_wrap("*")), *_INTS), REAL: Expr("x * y"),
+                 COMPLEX: Expr("c_mul_{K}(x, y)", helpers=("complex",))},
+    "divide": {REAL: Expr("x / y"), COMPLEX: Expr("c_div_{K}(x, y)", helpers=("complex",))},
+    "floor_divide": {**_same(Expr("floordiv_{K}(x, y)", helpers=("int",)), *_INTS),
+                     REAL: Expr("floordiv_{K}(x, y)", helpers=("float",))},
+    "remainder": {**_same(Expr("mod_{K}(x, y)", helpers=("int",)), *_INTS),
+                  REAL: Expr("mod_{K}(x, y)", helpers=("float",))},
+    "pow": {**_same(Expr("ipow_{K}(x, y)", helpers=("int",)), *_INTS), REAL: Expr("{pow}(x, y)"),
+            COMPLEX: Expr("c_pow_{K}(x, y)", helpers=("cmisc",))},
+    "negative": {**_same(Expr("({T})(0 - ({W})x)"), *_INTS), REAL: Expr("-x"),
+                 COMPLEX: Expr("c_make_{K}(-x.x, -x.y)", helpers=("complex",))},
+    "positive": _same(Expr("x"), *_INTS, REAL, COMPLEX),
+    "square": {**_same(Expr("({T})(({W})x * ({W})x)"), *_INTS), REAL: Expr("x * x"),
+               COMPLEX: Expr("c_mul_{K}(x, x)", helpers=("complex",))},
+    "reciprocal": {REAL: Expr("1 / x"),
+                   COMPLEX: Expr("c_div_{K}(c_make_{K}(1, 0), x)", helpers=("complex",))},
+    "abs": {SIGNED: Expr("(x < 0 ? ({T})(0 - ({W})x) : x)"), UNSIGNED: Expr("x"),
+            REAL: Expr("{fabs}(x)"), COMPLEX: Expr("{hypot}(x.x, x.y)", "real")},
+    "sign": {SIGNED: Expr("({T})((x > 0) - (x < 0))"), UNSIGNED: Expr("({T})(x > 0)"),
+             REAL: Expr("sign_{K}(x)", helpers=("float",)),
+             COMPLEX: Expr("c_sign_{K}(x)", helpers=("cmisc",))},
+    "conj": {**_same(Expr("x"), *_INTS, REAL),
+             COMPLEX: Expr("c_make_{K}(x.x, -x.y)", helpers=("complex",))},
+    "real": {**_same(Expr("x"), *_INTS, REAL), COMPLEX: Expr("x.x", "real")},
+    "imag": {COMPLEX: Expr("x.y", "real")},
+    # rounding
+    "round": {**_same(Expr("x"), *_INTS), REAL: Expr("{rint}(x)"),
+              COMPLEX: Expr("c_make_{K}({rint}(x.x), {rint}(x.y))", helpers=("complex",))},
+    "ceil": {**_same(Expr("x"), *_INTS), REAL: Expr("{ceil}(x)")},
+    "floor": {**_same(Expr("x"), *_INTS), REAL: Expr("{floor}(x)")},
+    "trunc": {**_same(Expr("x"), *_INTS), REAL: Expr("{trunc}(x)")},
+    # transcendental
+    **{name: _unary_float(name) for name in (
+        "exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+        "asin", "acos", "atan", "asinh", "acosh", "atanh")},
+    "log2": {REAL: Expr("{log2}(x)"),
+             COMPLEX: Expr(f"c_scale_{{K}}(c_log_{{K}}(x), ({{R}})1 / ({{R}}){_LN2})",
+                           helpers=("cexp",))},
+    "log10": {REAL: Expr("{log10}(x)"),
+              COMPLEX: Expr(f"c_scale_{{K}}(c_log_{{K}}(x), ({{R}})1 / ({{R}}){_LN10})",
+                            helpers=("cexp",))},
+    "atan2": {REAL: Expr("{atan2}(x, y)")},
+    "hypot": {REAL: Expr("{hypot}(x, y)")},
+    "copysign": {REAL: Expr("{copysign}(x, y)")},
+    "nextafter": {REAL: Expr("nextafter_{K}(x, y)", helpers=("nextafter",))},
+    "logaddexp": {REAL: Expr("logaddexp_{K}(x, y)", helpers=("float",))},
+    "signbit": {REAL: Expr("(signbit(x) != 0)", "bool")},
+    # extrema: NumPy's (x > y || isnan(x)) ? x : y, so NaN wins and ties give y
+    "maximum": {**_same(Expr("(x > y ? x : y)"), *_INTS),
+                REAL: Expr("((x > y || isnan(x)) ? x : y)")},
+    "minimum": {**_same(Expr("(x < y ? x : y)"), *_INTS),
+                REAL: Expr("((x < y || isnan(x)) ? x : y)")},
+    "clip": {**_same(Expr("(((x > y ? x : y) < z) ? (x > y ? x : y) : z)"), *_INTS),
+             REAL: Expr("clip_{K}(x, y, z)", helpers=("clip",))},
+    # comparisons
+    "equal": _compare("==", complex_too=True, bool_too=True),
+    "not_equal": _compare("!=", complex_too=True, bool_too=True),
+    "less": _compare("<"),
+    "less_equal": _compare("<="),
+    "greater": _compare(">"),
+    "greater_equal": _compare(">="),
+    # classification
+    "isnan": {**_same(Expr("0", "bool"), *_INTS), REAL: Expr("(isnan(x) != 0)", "bool"),
+              COMPLEX: Expr("(isnan(x.x) || isnan(x.y))", "bool")},
+    "isinf": {**_same(Expr("0", "bool"), *_INTS), REAL: Expr("(isinf(x) != 0)", "bool"),
+              COMPLEX: Expr("(isinf(x.x) || isinf(x.y))", "bool")},
+    "isfinite": {**_same(Expr("1", "bool"), *_INTS), REAL: Expr("(isfinite(x) != 0)", "bool"),
+                 COMPLEX: Expr("(isfinite(x.x) && isfinite(x.y))", "bool")},
+    # bitwise (bool operands are 0 or 1)
+    "bitwise_and": _same(Expr("({T})(x & y)"), BOOL, *_INTS),
+    "bitwise_or": _same(Expr("({T})(x | y)"), BOOL, *_INTS),
+    "bitwise_xor": _same(Expr("({T})(x ^ y)"), BOOL, *_INTS),
+    "bitwise_invert": {BOOL: Expr("({T})!x"), **_same(Expr("({T})~x"), *_INTS)},
+    # shifts by a negative count or by the width or more: 0 (and -1 for negative >>)
+    "bitwise_left_shift": _same(Expr("(((u64)y < {BITS}) ? ({T})(({W})x << y) : ({T})0)"),
+                                *_INTS),
+    "bitwise_right_shift": {
+        SIGNED: Expr("(((u64)y < {BITS}) ? ({T})(x >> y) : (x < 0 ? ({T})-1 : ({T})0))"),
+        UNSIGNED: Expr("(((u64)y < {BITS}) ? ({T})(x >> y) : ({T})0)")},
+    # logical (bool operands)
+    "logical_and": {BOOL: Expr("(x && y)", "bool")},
+    "logical_or": {BOOL: Expr("(x || y)", "bool")},
+    "logical_xor": {BOOL: Expr("(x != y)", "bool")},
+    "logical_not": {BOOL: Expr("(!x)", "bool")},
+    # selection: x and y share the compute type, the condition is bool
+    "where": _same(Expr("(x ? y : z)"), BOOL, *_INTS, REAL, COMPLEX),
+}
+"""Operation (array API name) -> dtype class -> :class:`Expr`."""
+
+HELPERS["clip"] = Helper(lambda t: """
+DEV {T} clip_{K}({T} x, {T} lo, {T} hi) {{
+    {T} m = (x > lo || isnan(x)) ? x : lo;
+    return (m < hi || isnan(m)) ? m : hi;
+}}
+""".format_map(t), kinds="f")
+
+# where's operands: the condition is x; the value operands decide the class.
+_VALUE_ARG = {"where": 1}
+
+
+def classes(op: str) -> frozenset[str]:
+    """The dtype classes an operation has an expression for (KeyError if unknown)."""
+    return frozenset(EXPRESSIONS[op])
+
+
+def expression(op: str, compute: np.dtype) -> Expr:
+    """The expression of ``op`` for operands of the compute dtype ``compute``.
+
+    Raises ``ValueError`` naming the classes that exist when there is none.
+    """
+    by_class = EXPRESSIONS.get(op)
+    if by_class is None:
+        raise ValueError(f"no elementwise operation {op!r}; known: {', '.join(sorted(EXPRESSIONS))}")
+    cls = dtype_class(compute)
+    expr = by_class.get(cls)
+    if expr is None:
+        raise ValueError(
+            f"{op} has no device expression for {np.dtype(compute)} ({cls}); it has one for "
+            f"{', '.join(sorted(by_class))}")
+    return expr
+
+
+def value_arg(op: str) -> int:
+    """Which operand's compute dtype is the expression's (``where``: the first value)."""
+    return _VALUE_ARG.get(op, 0)
