@@ -1,0 +1,66 @@
+"""The standard's statistical functions: thin wrappers over the reductions' table.
+
+Each function types its result as the standard says and runs on the array's
+device (docs/reductions.md).  A full reduction gives a 0-d array on the device:
+nothing reaches the host until ``float(r)``/``r.item()``.  Errors are those of
+:func:`gpuarrays._compute.reductions.reduce`/``scan``: ``TypeError`` for a dtype
+the function does not take, ``ValueError``/``AxisError`` for axes (and for
+``max``/``min`` of nothing), ``FreedArrayError`` for a freed array.
+"""
+
+from __future__ import annotations
+
+from .reductions import reduce, scan
+
+__all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum",
+           "var"]
+
+
+def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001 -- the standard's name
+    """The sum over ``axis``; signed ints and bool sum in int64, unsigned in uint64,
+    float16 accumulates in float32; the sum of nothing is 0."""
+    return reduce("sum", x, axis, keepdims, dtype)
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims=False):
+    """The product over ``axis`` (typed as :func:`sum`); the product of nothing is 1."""
+    return reduce("prod", x, axis, keepdims, dtype)
+
+
+def max(x, /, *, axis=None, keepdims=False):  # noqa: A001 -- the standard's name
+    """The largest element over ``axis`` (NaN if any is NaN); ``ValueError`` for nothing."""
+    return reduce("max", x, axis, keepdims)
+
+
+def min(x, /, *, axis=None, keepdims=False):  # noqa: A001 -- the standard's name
+    """The smallest element over ``axis`` (NaN if any is NaN); ``ValueError`` for nothing."""
+    return reduce("min", x, axis, keepdims)
+
+
+def mean(x, /, *, axis=None, keepdims=False, dtype=None):
+    """The arithmetic mean over ``axis`` (integers give the default floating type, float16
+    accumulates in float32); the mean of nothing is NaN."""
+    return reduce("mean", x, axis, keepdims, dtype)
+
+
+def var(x, /, *, axis=None, correction=0.0, keepdims=False):
+    """The variance over ``axis``, dividing by ``N - correction`` (two passes: accurate
+    for large means); NaN when ``N - correction <= 0`` and the sum of squares is 0."""
+    return reduce("var", x, axis, keepdims, None, correction)
+
+
+def std(x, /, *, axis=None, correction=0.0, keepdims=False):
+    """The standard deviation over ``axis``: the square root of :func:`var`."""
+    return reduce("std", x, axis, keepdims, None, correction)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """The running sum along ``axis`` (optional for 1-d ``x``); ``include_initial``
+    prepends a 0, so the axis grows by one.  Typed as :func:`sum`."""
+    return scan("cumulative_sum", x, axis, dtype, include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """The running product along ``axis`` (optional for 1-d ``x``); ``include_initial``
+    prepends a 1.  Typed as :func:`sum`."""
+    return scan("cumulative_prod", x, axis, dtype, include_initial)
