@@ -1,0 +1,115 @@
+"""The cpu engine of the random numbers: NumPy over the result's own memory.
+
+Each family turns the words of a range of Philox blocks (``philox.words``)
+into elements with the transforms of ``mapping.py`` and writes them through a
+NumPy view of the result (``gpuarrays._common.raw.ndarray_at``), a chunk of
+blocks at a time; NumPy never allocates the result.  The element-to-counter
+rule is the kernels' (docs/random.md, "Counters"), so the numbers are theirs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import mapping
+from .layout import per_block
+from .philox import CHUNK, block, words
+
+__all__ = ["generate", "permutation_index", "take_rows"]
+
+_M32 = np.uint64(0xFFFFFFFF)
+
+
+def _floats(family: str, w: np.ndarray, spec: mapping.FloatSpec, params: tuple) -> np.ndarray:
+    t = spec.dtype.type
+    if family == "normal":
+        k = mapping.uniform_bits(w, spec)  # float32: 4 per block, float64: 2
+        z0, z1 = mapping.normal_pair(k[0::2], k[1::2], spec)
+        z = np.empty(z0.size * 2, spec.dtype)
+        z[0::2], z[1::2] = z0, z1
+        loc, scale = params
+        return t(loc) + t(scale) * z
+    k = mapping.uniform_bits(w, spec)
+    if family == "uniform":
+        low, span = params
+        return t(low) + t(span) * mapping.to_unit(k, spec)
+    (scale,) = params
+    return t(scale) * mapping.exponential(k, spec)
+
+
+def _retry(key, offset: int, i: np.ndarray, lanes: int, accept, attempt: int):
+    """Candidates of retry round ``attempt`` for elements ``i``: block (b, b >> 32, attempt, lane)."""
+    b = np.uint64(offset) + i // np.uint64(lanes)
+    w = block(key, b & _M32, b >> np.uint64(32), np.uint64(attempt), i % np.uint64(lanes))
+    if lanes == 4:
+        return [accept(x) for x in w]
+    return [accept(w[0] | (w[1] << np.uint64(32))), accept(w[2] | (w[3] << np.uint64(32)))]
+
+
+def _integers(w: np.ndarray, key, offset: int, first: int, params: tuple) -> np.ndarray:
+    """Lemire's multiply-shift with rejection; rejected elements draw again from retry blocks."""
+    low, rng, thresh, wide = params
+    if wide:
+        x = w[0::2] | (w[1::2] << np.uint64(32))
+        if rng == 0:  # the full 2**64 range
+            return np.uint64(low) + x
+
+        def accept(v):
+            hi, lo = mapping.mulhilo64(v, rng)
+            return hi, lo >= np.uint64(thresh)
+    else:
+        x = w
+
+        def accept(v):
+            m = v * np.uint64(rng)
+            return m >> np.uint64(32), (m & _M32) >= np.uint64(thresh)
+    res, ok = accept(x)
+    lanes = 2 if wide else 4
+    todo = np.flatnonzero(~ok).astype(np.uint64)
+    attempt = 1
+    while todo.size:
+        pending = np.ones(todo.size, bool)
+        got = np.zeros(todo.size, np.uint64)
+        for r, good in _retry(key, offset, todo + np.uint64(first), lanes, accept, attempt):
+            take = pending & good
+            got[take] = r[take]
+            pending &= ~take
+        res[todo[~pending]] = got[~pending]
+        todo = todo[pending]
+        attempt += 1
+    return np.uint64(low) + res
+
+
+def generate(family: str, out: np.ndarray, key: tuple[int, int], offset: int,
+             params: tuple) -> None:
+    """Fill the flat, contiguous ``out`` with ``family``'s numbers from block ``offset`` on."""
+    n = out.size
+    if n == 0:
+        return
+    e = per_block(family, out.dtype, params)
+    nblocks = -(-n // e)
+    spec = mapping.SPECS.get(out.dtype)
+    unsigned = None if spec is not None else out.view(np.dtype(f"u{out.dtype.itemsize}"))
+    for start in range(0, nblocks, CHUNK):
+        count = min(CHUNK, nblocks - start)
+        w = words(key, offset + start, count)
+        lo, hi = start * e, min(n, (start + count) * e)
+        if spec is not None:
+            out[lo:hi] = _floats(family, w, spec, params)[: hi - lo]
+        elif family == "integers":
+            v = _integers(w, key, offset, lo, params)[: hi - lo]
+            unsigned[lo:hi] = v.astype(unsigned.dtype)  # the low bits: NumPy's wrapping cast
+        else:  # "keys"
+            out[lo:hi] = (w[0::2] | (w[1::2] << np.uint64(32)))[: hi - lo]
+
+
+def permutation_index(out: np.ndarray, key: tuple[int, int], offset: int) -> None:
+    """``out`` (int64, flat) = the order of the random 64-bit keys, ties by index."""
+    keys = np.empty(out.size, np.uint64)
+    generate("keys", keys, key, offset, ())
+    out[...] = np.argsort(keys, kind="stable")
+
+
+def take_rows(dst: np.ndarray, src: np.ndarray, index: np.ndarray) -> None:
+    """``dst[r] = src[index[r]]`` along axis 0 (index valid, no buffering of ``dst``)."""
+    np.take(src, index, axis=0, out=dst, mode="wrap")

@@ -1,0 +1,435 @@
+"""The random-number kernels: one C source template for OpenCL C and CUDA C.
+
+The same Philox4x32-10 rounds and the same transforms as the cpu engine
+(``philox.py``, ``mapping.py``), written once with a few dialect macros.
+Every element is computed from its index alone (one Philox block per
+work-item, then the block's elements), so the numbers do not depend on the
+launch shape.  Floating-point work goes through ``MUL``/``ADD``/``SUB``
+macros: plain operators under ``#pragma OPENCL FP_CONTRACT OFF`` in OpenCL C,
+the ``__fmul_rn``-family intrinsics (never contracted) in CUDA C, so each
+operation is one correctly rounded IEEE operation as in NumPy.
+
+Kernels are compiled and launched through the back-end's ``compile_kernel``
+and ``launch_hint`` (``backends/base.py``, ``KernelBackend``); one source per
+kernel, built on first use per device.  The permutation sorts random keys
+with a bitonic network of launches (docs/random.md, "Permutations").
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ...backends.base import RawView
+from .layout import per_block
+from .mapping import SPECS, FloatSpec
+from .philox import M0, M1, ROUNDS, W0, W1
+
+__all__ = ["source", "generate", "permutation_index", "take_rows", "KERNEL_NAMES",
+           "local_size"]
+
+_PRELUDE = {
+    "opencl": """#pragma OPENCL FP_CONTRACT OFF
+typedef uchar u8; typedef ushort u16; typedef uint u32; typedef ulong u64; typedef long i64;
+typedef int i32;
+#define KERNEL __kernel
+#define GLOBAL __global
+#define FN inline
+#define GID ((u64)get_global_id(0))
+#define MULHI32(a, b) mul_hi((u32)(a), (u32)(b))
+#define MULHI64(a, b) mul_hi((u64)(a), (u64)(b))
+#define BITS_f32(x) as_uint(x)
+#define FROM_f32(x) as_float(x)
+#define BITS_f64(x) as_ulong(x)
+#define FROM_f64(x) as_double(x)
+#define MUL_f32(a, b) ((a) * (b))
+#define ADD_f32(a, b) ((a) + (b))
+#define SUB_f32(a, b) ((a) - (b))
+#define MUL_f64(a, b) ((a) * (b))
+#define ADD_f64(a, b) ((a) + (b))
+#define SUB_f64(a, b) ((a) - (b))
+""",
+    "cuda": """typedef unsigned char u8; typedef unsigned short u16; typedef unsigned int u32;
+typedef unsigned long long u64; typedef long long i64; typedef int i32;
+#define KERNEL extern "C" __global__
+#define GLOBAL
+#define FN __device__ inline
+#define GID ((u64)blockIdx.x * blockDim.x + threadIdx.x)
+#define MULHI32(a, b) __umulhi((u32)(a), (u32)(b))
+#define MULHI64(a, b) __umul64hi((u64)(a), (u64)(b))
+#define BITS_f32(x) __float_as_uint(x)
+#define FROM_f32(x) __uint_as_float(x)
+#define BITS_f64(x) ((u64)__double_as_longlong(x))
+#define FROM_f64(x) __longlong_as_double((long long)(x))
+#define MUL_f32(a, b) __fmul_rn((a), (b))
+#define ADD_f32(a, b) __fadd_rn((a), (b))
+#define SUB_f32(a, b) __fsub_rn((a), (b))
+#define MUL_f64(a, b) __dmul_rn((a), (b))
+#define ADD_f64(a, b) __dadd_rn((a), (b))
+#define SUB_f64(a, b) __dsub_rn((a), (b))
+""",
+}
+_FP64 = {"opencl": "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n", "cuda": ""}
+
+_PHILOX = f"""
+/* Philox4x32-10 (philox.py): x is the counter in, the four words out. */
+FN void philox(u32 k0, u32 k1, u32 *x) {{
+    for (int r = 0; r < {ROUNDS}; ++r) {{
+        u32 hi0 = MULHI32({M0}u, x[0]), lo0 = {M0}u * x[0];
+        u32 hi1 = MULHI32({M1}u, x[2]), lo1 = {M1}u * x[2];
+        u32 y0 = hi1 ^ x[1] ^ k0, y2 = hi0 ^ x[3] ^ k1;
+        x[0] = y0; x[1] = lo1; x[2] = y2; x[3] = lo0;
+        k0 += {W0}u; k1 += {W1}u;
+    }}
+}}
+
+FN void philox_block(u32 k0, u32 k1, u64 b, u32 c2, u32 c3, u32 *x) {{
+    x[0] = (u32)b; x[1] = (u32)(b >> 32); x[2] = c2; x[3] = c3;
+    philox(k0, k1, x);
+}}
+"""
+
+_CTYPE = {"float32": ("f32", "float", "u32", "i32"), "float64": ("f64", "double", "u64", "i64")}
+
+
+def _lit(spec: FloatSpec, value: float) -> str:
+    """A C literal of ``value`` that parses to exactly the spec's constant."""
+    text = repr(float(spec.dtype.type(value)))  # shortest round trip: always a '.' or an 'e'
+    return text + "f" if spec.dtype.itemsize == 4 else text
+
+
+def _horner(spec: FloatSpec, tag: str, z: str, coefs: tuple[float, ...]) -> str:
+    expr = _lit(spec, coefs[-1])
+    for c in reversed(coefs[:-1]):
+        expr = f"ADD_{tag}({_lit(spec, c)}, MUL_{tag}({z}, {expr}))"
+    return expr
+
+
+def _float_helpers(spec: FloatSpec) -> str:
+    """log, sqrt and the quarter-turn sine/cosine of one float type (mapping.py)."""
+    tag, t, u, s = _CTYPE[spec.name]
+    lit = functools.partial(_lit, spec)
+    recip = "\n".join(
+        f"    y = MUL_{tag}(y, SUB_{tag}({lit(2)}, MUL_{tag}(d, y)));"
+        for _ in range(spec.recip_steps))
+    rsqrt = "\n".join(
+        f"    y = MUL_{tag}(y, SUB_{tag}({lit(1.5)}, MUL_{tag}(hx, MUL_{tag}(y, y))));"
+        for _ in range(spec.rsqrt_steps))
+    ub = spec.ubits
+    return f"""
+FN {t} log_{tag}({t} x) {{
+    {u} b = BITS_{tag}(x);
+    {s} e = ({s})(b >> {spec.mant}) - {spec.bias};
+    {u} mb = (b & ((({u})1 << {spec.mant}) - 1)) | (({u}){spec.bias} << {spec.mant});
+    if (mb > ({u}){spec.sqrt2_bits}u) {{ mb -= ({u})1 << {spec.mant}; e += 1; }}
+    {t} m = FROM_{tag}(mb);
+    {t} f = SUB_{tag}(m, {lit(1)});
+    {t} d = ADD_{tag}(m, {lit(1)});
+    {t} y = SUB_{tag}({lit(spec.recip_a)}, MUL_{tag}({lit(spec.recip_b)}, d));
+{recip}
+    {t} sv = MUL_{tag}(f, y);
+    {t} z = MUL_{tag}(sv, sv);
+    {t} lm = MUL_{tag}(sv, {_horner(spec, tag, "z", spec.log_c)});
+    {t} fe = ({t})e;
+    return ADD_{tag}(MUL_{tag}(fe, {lit(spec.ln2_hi)}), ADD_{tag}(MUL_{tag}(fe, {lit(spec.ln2_lo)}), lm));
+}}
+
+FN {t} sqrt_{tag}({t} x) {{
+    {t} y = FROM_{tag}(({u}){spec.rsqrt_magic}u - (BITS_{tag}(x) >> 1));
+    {t} hx = MUL_{tag}({lit(0.5)}, x);
+{rsqrt}
+    return MUL_{tag}(x, y);
+}}
+
+/* (k | 1) 2**-{ub}: a uniform in (0, 1) */
+FN {t} open_{tag}(u64 k) {{ return MUL_{tag}(({t})(k | 1), {lit(2.0 ** -ub)}); }}
+
+/* cos and sin of 2 pi k 2**-{ub} */
+FN void sincos_{tag}(u64 k, {t} *co, {t} *si) {{
+    u64 j = (k + ((u64)1 << {ub - 3})) >> {ub - 2};
+    i64 fi = (i64)k - (i64)(j << {ub - 2});
+    u32 q = (u32)(j & 3);
+    {t} f = MUL_{tag}(({t})fi, {lit(2.0 ** -ub)});
+    {t} z = MUL_{tag}(f, f);
+    {t} sv = MUL_{tag}(f, {_horner(spec, tag, "z", spec.sin_c)});
+    {t} cv = {_horner(spec, tag, "z", spec.cos_c)};
+    {t} cq = (q & 1) ? sv : cv;
+    {t} sq = (q & 1) ? cv : sv;
+    if (q == 1 || q == 2) cq = -cq;
+    if (q >= 2) sq = -sq;
+    *co = cq; *si = sq;
+}}
+
+/* Box--Muller from the bits of two uniforms */
+FN void normal_{tag}(u64 kr, u64 ka, {t} *z0, {t} *z1) {{
+    {t} r = sqrt_{tag}(MUL_{tag}({lit(-2)}, log_{tag}(open_{tag}(kr))));
+    {t} c, s;
+    sincos_{tag}(ka, &c, &s);
+    *z0 = MUL_{tag}(r, c); *z1 = MUL_{tag}(r, s);
+}}
+"""
+
+
+def _bits(spec: FloatSpec, lane: str) -> str:
+    """The uniform's integer bits for element ``lane`` of the block ``x``."""
+    if spec.words == 1:
+        return f"(u64)(x[{lane}] >> 8)"
+    return f"((((u64)x[2 * ({lane})]) | ((u64)x[2 * ({lane}) + 1] << 32)) >> 11)"
+
+
+def _float_kernel(family: str, spec: FloatSpec) -> tuple[str, list[str]]:
+    tag, t, _, _ = _CTYPE[spec.name]
+    e = per_block(family, spec.dtype)
+    code = spec.dtype.str[1:]
+    lit = functools.partial(_lit, spec)
+    if family == "uniform":
+        extra, params = f", {t} low, {t} span", [code, code]
+        body = f"""    for (int l = 0; l < {e}; ++l) {{
+        u64 i = first + l;
+        if (i < n) out[i] = ADD_{tag}(low, MUL_{tag}(span, MUL_{tag}(({t}){_bits(spec, "l")}, {lit(2.0 ** -spec.ubits)})));
+    }}"""
+    elif family == "exponential":
+        extra, params = f", {t} scale", [code]
+        body = f"""    for (int l = 0; l < {e}; ++l) {{
+        u64 i = first + l;
+        if (i < n) out[i] = MUL_{tag}(scale, -log_{tag}(open_{tag}({_bits(spec, "l")})));
+    }}"""
+    else:  # normal: pairs of uniforms
+        extra, params = f", {t} loc, {t} scale", [code, code]
+        body = f"""    for (int p = 0; p < {e // 2}; ++p) {{
+        {t} z0, z1;
+        normal_{tag}({_bits(spec, "2 * p")}, {_bits(spec, "2 * p + 1")}, &z0, &z1);
+        u64 i = first + 2 * p;
+        if (i < n) out[i] = ADD_{tag}(loc, MUL_{tag}(scale, z0));
+        if (i + 1 < n) out[i + 1] = ADD_{tag}(loc, MUL_{tag}(scale, z1));
+    }}"""
+    src = f"""{_float_helpers(spec) if family != "uniform" else ""}
+KERNEL void rng_{family}_{tag}(GLOBAL {t} *out, u64 n, u32 k0, u32 k1, u64 off{extra}) {{
+    u64 b = GID;
+    u64 first = b * {e};
+    if (first >= n) return;
+    u32 x[4];
+    philox_block(k0, k1, off + b, 0, 0, x);
+{body}
+}}
+"""
+    return src, ["ptr", "u8", "u4", "u4", "u8", *params]
+
+
+def _integers_kernel(width: int, wide: bool) -> tuple[str, list[str]]:
+    ot = f"u{width}"
+    if wide:
+        draw = """        u64 v = ((u64)x[2 * l]) | ((u64)x[2 * l + 1] << 32);
+        u64 r = v;
+        if (range != 0) {
+            u64 lo = v * range;
+            r = MULHI64(v, range);
+            for (u32 a = 1; lo < thresh; ++a) {
+                u32 y[4];
+                philox_block(k0, k1, off + b, a, (u32)l, y);
+                for (int c = 0; c < 2 && lo < thresh; ++c) {
+                    v = ((u64)y[2 * c]) | ((u64)y[2 * c + 1] << 32);
+                    lo = v * range;
+                    r = MULHI64(v, range);
+                }
+            }
+        }"""
+        lanes = 2
+    else:
+        draw = """        u64 m = (u64)x[l] * range;
+        for (u32 a = 1; (u32)m < thresh; ++a) {
+            u32 y[4];
+            philox_block(k0, k1, off + b, a, (u32)l, y);
+            for (int c = 0; c < 4 && (u32)m < thresh; ++c) m = (u64)y[c] * range;
+        }
+        u64 r = m >> 32;"""
+        lanes = 4
+    name = f"rng_integers{64 if wide else 32}_{ot}"
+    src = f"""
+KERNEL void {name}(GLOBAL {ot} *out, u64 n, u32 k0, u32 k1, u64 off, u64 low, u64 range, u64 thresh) {{
+    u64 b = GID;
+    u64 first = b * {lanes};
+    if (first >= n) return;
+    u32 x[4];
+    philox_block(k0, k1, off + b, 0, 0, x);
+    for (int l = 0; l < {lanes}; ++l) {{
+        u64 i = first + l;
+        if (i >= n) break;
+{draw}
+        out[i] = ({ot})(low + r);
+    }}
+}}
+"""
+    return src, ["ptr", "u8", "u4", "u4", "u8", "u8", "u8", "u8"]
+
+
+_PERM = {
+    "rng_perm_init": ("""
+/* keys[t] = the random 64-bit key of element t (t < n), all ones for the padding; idx[t] = t */
+KERNEL void rng_perm_init(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 n, u64 p, u32 k0, u32 k1, u64 off) {
+    u64 b = GID;
+    if (2 * b >= p) return;
+    u32 x[4];
+    philox_block(k0, k1, off + b, 0, 0, x);
+    for (int l = 0; l < 2; ++l) {
+        u64 t = 2 * b + l;
+        if (t >= p) break;
+        keys[t] = t < n ? (((u64)x[2 * l]) | ((u64)x[2 * l + 1] << 32)) : ~(u64)0;
+        idx[t] = (u32)t;
+    }
+}
+""", ["ptr", "ptr", "u8", "u8", "u4", "u4", "u8"]),
+    "rng_bitonic": ("""
+/* One compare-exchange stage of a bitonic sort of (key, index) pairs: half = p / 2 items */
+KERNEL void rng_bitonic(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 j, u64 k, u64 half) {
+    u64 t = GID;
+    if (t >= half) return;
+    u64 lo = ((t & ~(j - 1)) << 1) | (t & (j - 1));
+    u64 hi = lo + j;
+    u64 ka = keys[lo], kb = keys[hi];
+    u32 ia = idx[lo], ib = idx[hi];
+    int greater = ka > kb || (ka == kb && ia > ib);
+    int up = (lo & k) == 0;
+    if (greater == up) {
+        keys[lo] = kb; keys[hi] = ka;
+        idx[lo] = ib; idx[hi] = ia;
+    }
+}
+""", ["ptr", "ptr", "u8", "u8", "u8"]),
+    "rng_perm_index": ("""
+KERNEL void rng_perm_index(GLOBAL i64 *out, GLOBAL const u32 *idx, u64 n) {
+    u64 t = GID;
+    if (t < n) out[t] = (i64)idx[t];
+}
+""", ["ptr", "ptr", "u8"]),
+}
+
+
+def _take_kernel(width: int, index: str) -> tuple[str, list[str]]:
+    it = {"u32": "u32", "i64": "i64"}[index]
+    name = f"rng_take_u{width}_{index}"
+    src = f"""
+/* dst word t = word c of row idx[r] of src (t = r * rowwords + c); rows of src step by stride words */
+KERNEL void {name}(GLOBAL u{width} *dst, GLOBAL const u{width} *src, GLOBAL const {it} *idx,
+                   u64 nwords, u64 rowwords, i64 stride) {{
+    u64 t = GID;
+    if (t >= nwords) return;
+    u64 r = t / rowwords;
+    u64 c = t - r * rowwords;
+    dst[t] = src[(i64)idx[r] * stride + (i64)c];
+}}
+"""
+    return src, ["ptr", "ptr", "ptr", "u8", "u8", "i8"]
+
+
+def _kernel_table() -> dict[str, tuple]:
+    """kernel name -> (body builder, float spec needing fp64 helpers or None)."""
+    table: dict[str, tuple] = {}
+    for spec in SPECS.values():
+        tag = _CTYPE[spec.name][0]
+        for family in ("uniform", "normal", "exponential"):
+            table[f"rng_{family}_{tag}"] = (functools.partial(_float_kernel, family, spec),
+                                            spec.dtype.itemsize == 8)
+    for width in (8, 16, 32, 64):
+        for wide in (False, True):
+            table[f"rng_integers{64 if wide else 32}_u{width}"] = (
+                functools.partial(_integers_kernel, width, wide), False)
+        for index in ("u32", "i64"):
+            table[f"rng_take_u{width}_{index}"] = (
+                functools.partial(_take_kernel, width, index), False)
+    for name, (src, params) in _PERM.items():
+        table[name] = ((lambda s=src, p=params: (s, p)), False)
+    return table
+
+
+_TABLE = _kernel_table()
+KERNEL_NAMES = tuple(_TABLE)
+
+
+@functools.cache
+def source(dialect: str, name: str) -> tuple[str, tuple[str, ...]]:
+    """``(C source, parameter types)`` of kernel ``name`` in ``dialect`` (``opencl``/``cuda``)."""
+    build, doubles = _TABLE[name]
+    body, params = build()
+    text = _PRELUDE[dialect] + (_FP64[dialect] if doubles else "") + _PHILOX + body
+    return text, tuple(params)
+
+
+# Launching ------------------------------------------------------------------------------
+# Work-items per group: 64 on a CPU device (PoCL vectorises across a group and recompiles
+# for each new runtime-chosen size), 256 on a GPU (a common occupancy sweet spot).
+_LOCAL = {"cpu": 64, "gpu": 256}
+
+
+def local_size(device) -> int:
+    return _LOCAL[device.impl.launch_hint(device.index)]
+
+
+def _launch(device, name: str, values: list, items: int) -> None:
+    impl = device.impl
+    if not hasattr(impl, "compile_kernel"):
+        raise NotImplementedError(
+            f"random numbers on {device} need the back-end's kernel interface "
+            f"(compile_kernel), which the {impl.name} back-end does not offer")
+    if items == 0:
+        return
+    src, params = source(impl.name, name)
+    kernel = impl.compile_kernel(device.index, src, name, params)
+    local = local_size(device)
+    kernel.launch(values, -(-items // local) * local, local)
+
+
+def generate(family: str, device, out: RawView, key: tuple[int, int], offset: int,
+             params: tuple) -> None:
+    """Fill the contiguous ``out`` with ``family``'s numbers from block ``offset`` on."""
+    n = int(np.prod(out.shape))
+    if n == 0:
+        return
+    e = per_block(family, out.dtype, params)
+    values = [out.ptr, n, key[0], key[1], offset]
+    if family == "integers":
+        low, rng, thresh, wide = params
+        name = f"rng_integers{64 if wide else 32}_u{out.dtype.itemsize * 8}"
+        values += [low, rng, thresh]
+    else:
+        tag = _CTYPE[out.dtype.name][0]
+        name = f"rng_{family}_{tag}"
+        values += [float(p) for p in params]
+    _launch(device, name, values, -(-n // e))
+
+
+def permutation_index(device, out: RawView, keys: RawView, idx: RawView, key: tuple[int, int],
+                      offset: int) -> None:
+    """``out`` (int64, n) = the order of the random keys, ties by index, by a bitonic sort.
+
+    ``keys`` (uint64) and ``idx`` (uint32) are scratch of ``p`` elements, ``p``
+    the power of two at or above ``n``.
+    """
+    n, p = out.shape[0], keys.shape[0]
+    _launch(device, "rng_perm_init", [keys.ptr, idx.ptr, n, p, key[0], key[1], offset],
+            -(-p // 2))
+    k = 2
+    while k <= p:
+        j = k // 2
+        while j >= 1:
+            _launch(device, "rng_bitonic", [keys.ptr, idx.ptr, j, k, p // 2], p // 2)
+            j //= 2
+        k *= 2
+    _launch(device, "rng_perm_index", [out.ptr, idx.ptr, n], n)
+
+
+def take_rows(device, dst: RawView, src: RawView, index: RawView, width: int) -> None:
+    """``dst[r] = src[index[r]]``: ``dst`` contiguous rows, ``src`` rows ``src.strides[0]`` apart.
+
+    ``width`` (bytes, 1/2/4/8) divides the row size, ``src``'s address and row stride.
+    """
+    rows = dst.shape[0]
+    rowbytes = int(np.prod(dst.shape[1:], dtype=np.int64)) * dst.dtype.itemsize
+    rowwords = rowbytes // width
+    if rows == 0 or rowwords == 0:
+        return
+    kind = "u32" if index.dtype == np.uint32 else "i64"
+    _launch(device, f"rng_take_u{width * 8}_{kind}",
+            [dst.ptr, src.ptr, index.ptr, rows * rowwords, rowwords, src.strides[0] // width],
+            rows * rowwords)
