@@ -25,6 +25,7 @@ _BOOL = np.dtype(bool)
 _F8, _F4, _C16, _C8 = (np.dtype(n) for n in ("f8", "f4", "c16", "c8"))
 _WITHOUT_F64 = {_F8: _F4, _C16: _C8}
 _EXAMPLE = {bool: False, int: 0, float: 0.0, complex: 0j}
+_KIND_OF = {bool: _BOOL, int: np.dtype("i8"), float: _F8, complex: _C16}
 
 _resolved: dict[tuple, tuple[tuple[np.dtype, ...], np.dtype]] = {}
 _limits: dict[np.dtype, tuple[int, int]] = {}
@@ -51,9 +52,11 @@ def _category_error(op: Op, keys: tuple) -> TypeError:
 
 
 def _resolve(op: Op, keys: tuple, float64: bool) -> tuple[tuple[np.dtype, ...], np.dtype]:
-    for k in keys:
-        if type(k) is not type and k not in op.accepts:
-            raise _category_error(op, keys)
+    # Mixed kinds as NumPy 2 (bool with int, int with float): an operand may lie outside the
+    # category when another one is inside it and the promoted dtypes are.
+    inside = [_KIND_OF.get(k, k) in op.accepts for k in keys]
+    if not inside[0] if op.typing == "first" else not any(inside):
+        raise _category_error(op, keys)
     if op.typing == "where":
         if keys[0] != _BOOL:
             raise TypeError(f"where() needs a bool condition, got {keys[0]}; "

@@ -1,0 +1,42 @@
+"""One description per operation (docs/compute.md, "Engines"): the operations' table and the
+device expressions describe the same operations for the same dtype classes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuarrays._compute.device import expressions as ex
+from gpuarrays._compute.promotion import resolve
+from gpuarrays._compute.table import BY_UFUNC, OPS
+
+
+def _compute_classes(op) -> frozenset[str]:
+    """The dtype classes the device kernels receive as compute types for this row."""
+    found = set()
+    k = ex.value_arg(op.name)
+    for dt in op.accepts:
+        keys = (np.dtype(bool), dt, dt) if op.name == "where" else (dt,) * op.nin
+        args, _ = resolve(op, keys)
+        found.add(ex.dtype_class(args[k]))
+    return frozenset(found)
+
+
+def test_the_table_and_the_expressions_name_the_same_operations():
+    assert set(OPS) == set(ex.EXPRESSIONS)
+    for name, op in OPS.items():
+        assert ex.NIN[name] == op.nin, name
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_accepted_dtype_class_has_an_expression_and_no_other(name):
+    op = OPS[name]
+    assert _compute_classes(op) == ex.classes(name), name
+
+
+def test_numpy_ufuncs_map_to_their_rows():
+    assert BY_UFUNC[np.add] is OPS["add"]
+    assert BY_UFUNC[np.true_divide] is OPS["divide"]
+    assert BY_UFUNC[np.power] is OPS["pow"]
+    assert BY_UFUNC[np.conjugate] is OPS["conj"]
+    assert len({op.name for op in BY_UFUNC.values()}) == len(BY_UFUNC)
