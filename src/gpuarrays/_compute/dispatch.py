@@ -69,6 +69,19 @@ def _check_out(op: Op, out, dev, shape: tuple, dt: np.dtype) -> None:
     dev.require(out._dtype)
 
 
+_typed: dict[tuple, tuple[tuple[np.dtype, ...], np.dtype]] = {}
+
+
+def _type_on(op: Op, keys: tuple, dev) -> tuple[tuple[np.dtype, ...], np.dtype]:
+    """Argument and result dtypes of ``op`` on ``dev``, checked against what it holds."""
+    arg_dtypes, dt = resolve(op, keys, dev.info.float64)
+    for adt in arg_dtypes:
+        dev.require(adt)
+    dev.require(dt)
+    _typed[op, keys, id(dev)] = arg_dtypes, dt
+    return arg_dtypes, dt
+
+
 def apply(op: Op, args: tuple, out=None):
     """Run ``op`` on ``args`` (arrays and Python scalars); write into ``out`` if given.
 
@@ -79,12 +92,14 @@ def apply(op: Op, args: tuple, out=None):
     """
     arrays = []
     keys = []
+    ints = False  # a Python int operand, whose value must fit its dtype
     for x in args:
         if isinstance(x, ArrayBase):
             arrays.append(x)
             keys.append(x._dtype)
         elif type(x) in SCALAR_TYPES:
             keys.append(type(x))
+            ints = ints or type(x) is int
         elif isinstance(x, np.generic) and x.dtype in _STRONG_SCALARS:
             keys.append(x.dtype)  # a NumPy scalar keeps its dtype, as in NumPy
         else:
@@ -97,17 +112,20 @@ def apply(op: Op, args: tuple, out=None):
     for a in arrays:
         a._live()
         st = a._storage
-        if st.device != dev:
+        if st.device is not dev and st.device != dev:
             raise ValueError(f"{op.name}(): operands are on different devices, {dev} and "
                              f"{st.device}; move one with x.to_device({str(dev)!r})")
         if st.kind != kind:
             kind = "device"
-    arg_dtypes, dt = resolve(op, tuple(keys), dev.info.float64)
-    for x, adt in zip(args, arg_dtypes, strict=True):
-        if type(x) is int:
-            check_scalar(x, adt)
-        dev.require(adt)
-    dev.require(dt)
+    keys = tuple(keys)
+    typed = _typed.get((op, keys, id(dev)))  # devices live for the whole process
+    if typed is None:
+        typed = _type_on(op, keys, dev)
+    arg_dtypes, dt = typed
+    if ints:
+        for x, adt in zip(args, arg_dtypes, strict=True):
+            if type(x) is int:
+                check_scalar(x, adt)
     shape = _shape_of(op, arrays)
     if out is not None:
         _check_out(op, out, dev, shape, dt)
