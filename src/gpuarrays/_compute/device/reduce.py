@@ -38,17 +38,44 @@ from .generator import _CTYPE, Operand, Signature, _convert, _load, _store, kern
 
 __all__ = ["run", "Spec", "program", "LOCAL_SIZES", "plan"]
 
-LOCAL_SIZES = {"cpu": 128, "gpu": 256}
-"""Work-group size by launch hint.  PoCL runs a work-group as one loop on one core,
-vectorised across work-items, so 128 keeps its tree short; GPUs take 256 (CuPy's 512 and
-PyTorch's 512 are for sm_70+ with more registers per thread; 256 keeps occupancy)."""
+LOCAL_SIZES = {"cpu": 1, "gpu": 256}
+"""Work-group size of the ``group`` strategy by launch hint.  PoCL runs a work-group as
+one loop on one core, so on a CPU device a group is one work-item reading a contiguous
+chunk with ``UNROLL`` independent accumulators (the compiler vectorises them); GPUs take
+256 threads reading coalesced (CuPy uses 512 on recent GPUs, 256 on HIP)."""
+
+UNROLL = {"cpu": 8, "gpu": 4}
+"""Independent accumulators per work-item in the ``group`` strategy."""
+
+BLOCK = 64
+"""Outputs per work-item in the ``block`` strategy (CPU devices, kept axis contiguous)."""
 
 _GROUPS = {"cpu": 4 * (os.cpu_count() or 2), "gpu": 1024}
 """Work-groups that keep the device busy in a full reduction (cores x 4 on a CPU device, so
 load imbalance evens out; about 8 per multiprocessor on a large GPU)."""
 
 _ITEM_MIN_OUTPUTS = {"cpu": 64, "gpu": 2048}
-"""Outputs from which one work-item per output fills the device."""
+"""Outputs from which one work-item per output (or per block) fills the device."""
+
+
+def choose(hint: str, kept: list, red: list, itemsize: int) -> tuple[str, int, int, int]:
+    """(strategy, groups per output, local size, unroll) for collapsed kept/reduced dims."""
+    n_out = math.prod(n for n, _ in kept)
+    n_red = math.prod(n for n, _ in red)
+    L, U = LOCAL_SIZES[hint], UNROLL[hint]
+    inner_red = abs(red[-1][1]) if red else 0
+    inner_kept = abs(kept[-1][1]) if kept else 0
+    many = n_out >= _ITEM_MIN_OUTPUTS[hint]
+    if n_red <= 16 or (many and inner_kept < inner_red):
+        if hint == "cpu" and len(kept) == 1 and n_red > 16:
+            return "block", 1, 1, BLOCK
+        return "item", 1, 64 if hint == "cpu" else 256, 1
+    if many:
+        return "group", 1, L, U
+    per = 4096 if hint == "cpu" else L * U * 16  # elements a group should get at least
+    G = max(1, min(-(-_GROUPS[hint] // n_out), -(-n_red // per), 1024))
+    return "group", G, L, U
+
 
 _INT64_MAX = "((i64)0x7fffffffffffffffL)"
 _BARRIER = {"opencl": "barrier(CLK_LOCAL_MEM_FENCE)", "cuda": "__syncthreads()"}
@@ -86,6 +113,8 @@ class Spec:
     nk: int
     nr: int
     local: int
+    unroll: int = 1
+    contiguous: bool = False
 
 
 def _key(dt: np.dtype) -> str:
@@ -128,13 +157,14 @@ def program(impl_dialect, spec: Spec) -> tuple[str, str, list[str]]:
     fn = kernel_name(sig) + "_f"
     name = "red_" + "_".join(str(v) for v in (
         spec.row, spec.inp, spec.acc, spec.out, spec.strategy, int(spec.final),
-        int(spec.pairs_in), spec.nk, spec.nr, spec.local))
+        int(spec.pairs_in), spec.nk, spec.nr, spec.local, spec.unroll, int(spec.contiguous)))
     arg = spec.combine in ("argmax", "argmin")
     g = d.glob
     A, ct = spec.acc, _CTYPE[spec.acc]
     real = {"c8": "float", "c16": "double", "f4": "float", "f8": "double"}.get(A, "float")
     lid, gid, glo = _IDS[spec.dialect]
-    L = spec.local
+    L, U = spec.local, spec.unroll
+    isize = _size(spec.inp)
 
     params: list[tuple[str, str]] = [("ptr", f"{g}const u8 *px"), ("ptr", f"{g}u8 *pout"),
                                      ("ptr", f"{g}u8 *pidx"), ("ptr", f"{g}const u8 *pm"),
@@ -146,117 +176,165 @@ def program(impl_dialect, spec: Spec) -> tuple[str, str, list[str]]:
     params += [("i8", f"i64 sr{k}") for k in range(spec.nr)]
     params.append(("f8" if real == "double" else "f4", f"{real} div"))
 
-    def offset(var: str, idx: str, ext: str, st: str, nd: int) -> str:
-        """``var`` = byte offset of C-order index ``idx`` over ``nd`` dims."""
+    def offset(var: str, idx: str, ext: str, st: str, nd: int, contiguous: bool = False) -> str:
+        """``i64 var`` = byte offset of C-order index ``idx`` over ``nd`` dims."""
         if nd == 0:
-            return f"    i64 {var} = 0;\n"
+            return f"i64 {var} = 0;"
         if nd == 1:
-            return f"    i64 {var} = ({idx}) * {st}0;\n"
-        lines = [f"    i64 {var} = 0;\n", f"    {{ i64 q_ = {idx}, c_;\n"]
+            return f"i64 {var} = ({idx}) * {isize if contiguous else st + '0'};"
+        out = [f"i64 {var} = 0; {{ i64 q_ = {idx}, c_;"]
         for k in range(nd - 1, 0, -1):
-            lines.append(f"      c_ = q_ % {ext}{k}; q_ /= {ext}{k}; {var} += c_ * {st}{k};\n")
-        lines.append(f"      {var} += q_ * {st}0; }}\n")
-        return "".join(lines)
+            out.append(f" c_ = q_ % {ext}{k}; q_ /= {ext}{k}; {var} += c_ * {st}{k};")
+        out.append(f" {var} += q_ * {st}0; }}")
+        return "".join(out)
 
-    if spec.pairs_in:
-        value = _load(d, A, "px + ko + ro", True)
-    else:
-        value = _convert(d, spec.inp, "b1" if spec.map == "nonzero" else A,
-                         _load(d, spec.inp, "px + ko + ro", True))
+    def value(at: str) -> str:
+        if spec.pairs_in:
+            return _load(d, A, at, True)
+        v = _convert(d, spec.inp, "b1" if spec.map == "nonzero" else A,
+                     _load(d, spec.inp, at, True))
         if spec.map == "nonzero" and A != "b1":
-            value = _convert(d, "b1", A, value)
+            v = _convert(d, "b1", A, v)
         elif spec.map == "deviation":
-            value = f"sq_dev({value}, m)"
+            v = f"sq_dev({v}, m)"
+        return v
+
     kahan = spec.combine == "add" and A[0] == "f"
+    helper = ""
     if arg:
         better = ">" if spec.combine == "argmax" else "<"
-        state = f"typedef struct {{ {ct} v; i64 i; }} S_t;\n"
-        helper = (f"DEV S_t take_{name}(S_t a, S_t b) {{\n"
+        stype = "S_t"
+        helper = (f"typedef struct {{ {ct} v; i64 i; }} S_t;\n"
+                  f"DEV S_t take_{name}(S_t a, S_t b) {{\n"
                   f"    int an = a.v != a.v, bn = b.v != b.v;\n"
                   f"    int tb = an ? (bn && b.i < a.i) : (bn || b.v {better} a.v || "
                   f"(b.v == a.v && b.i < a.i));\n"
                   f"    return tb ? b : a;\n}}\n")
-        ident = f"S_t acc; acc.v = {_literal(spec.identity, A)}; acc.i = {_INT64_MAX};"
-        index = "(*(" + g + "const i64 *)(pin_idx + (ko + ro) / " + str(_size(A)) + " * 8))" \
-            if spec.pairs_in else "r"
-        step = f"{{ S_t e_; e_.v = {value}; e_.i = {index}; acc = take_{name}(acc, e_); }}"
         join = f"take_{name}"
-        stype = "S_t"
+
+        def init(acc: str) -> str:
+            return f"{acc}.v = {_literal(spec.identity, A)}; {acc}.i = {_INT64_MAX};"
+
+        def step(acc: str, comp: str, at: str, r: str) -> str:
+            index = (f"(*({g}const i64 *)(pin_idx + ({at} - px) / {_size(A)} * 8))"
+                     if spec.pairs_in else r)
+            return (f"{{ S_t e_; e_.v = {value(at)}; e_.i = {index}; "
+                    f"{acc} = take_{name}({acc}, e_); }}")
     else:
-        state = ""
-        helper = ""
-        ident = f"{ct} acc = {_literal(spec.identity, A)};"
-        if kahan:
-            ident += f" {ct} comp = 0;"
-            step = (f"{{ {ct} y_ = ({value}) - comp; {ct} t_ = acc + y_; "
-                    f"comp = isfinite(t_) ? (t_ - acc) - y_ : ({ct})0; acc = t_; }}")
-        else:
-            step = f"acc = {fn}(acc, {value});"
-        join = fn
         stype = ct
+        join = fn
+
+        def init(acc: str) -> str:
+            return f"{acc} = {_literal(spec.identity, A)};"
+
+        def step(acc: str, comp: str, at: str, r: str) -> str:
+            if kahan:  # plain[] keeps the uncompensated sum: inf and NaN propagate through it
+                p = acc.replace("acc", "plain")
+                return (f"{{ {ct} v_ = {value(at)}; {ct} y_ = v_ - {comp}; {ct} t_ = {acc} + y_; "
+                        f"{comp} = (t_ - {acc}) - y_; {acc} = t_; {p} += v_; }}")
+            return f"{acc} = {fn}({acc}, {value(at)});"
     if spec.map == "deviation":
-        helper += (f"DEV {ct} sq_dev({ct} x, {ct} m) {{ {ct} e = x - m; return e * e; }}\n")
+        helper += f"DEV {ct} sq_dev({ct} x, {ct} m) {{ {ct} e = x - m; return e * e; }}\n"
 
-    # the result
-    if not spec.final:
+    def finish(res: str) -> str:
+        """Statement storing ``res`` (a partial) for output ``slot``."""
+        if not spec.final:
+            at = f"pout + slot * {_size(A)}"
+            if arg:
+                return (f"{_store(d, A, at, True, res + '.v', A)} "
+                        f"*({g}i64 *)(pidx + slot * 8) = {res}.i;")
+            return _store(d, A, at, True, res, A)
         if arg:
-            store = (f"    {_store(d, A, 'pout + (i64)slot * ' + str(_size(A)), True, 'res.v', A)}\n"
-                     f"    *({g}i64 *)(pidx + (i64)slot * 8) = res.i;\n")
-        else:
-            store = f"    {_store(d, A, 'pout + (i64)slot * ' + str(_size(A)), True, 'res', A)}\n"
-    else:
-        if arg:
-            fin = "res.i"
-            fkey = "i8"
+            fin, fkey = f"{res}.i", "i8"
         elif spec.finalize == "":
-            fin, fkey = "res", A
+            fin, fkey = res, A
         elif A[0] == "c":
-            fin, fkey = f"c_make_{A}(res.x / div, res.y / div)", A
+            fin, fkey = f"c_make_{A}({res}.x / div, {res}.y / div)", A
         elif spec.finalize == "std":
-            fin, fkey = "sqrt(res / div)", A
+            fin, fkey = f"sqrt({res} / div)", A
         else:  # mean, var
-            fin, fkey = "(res / div)", A
-        store = f"    {_store(d, spec.out, 'pout + (i64)slot * ' + str(_size(spec.out)), True, fin, fkey)}\n"
+            fin, fkey = f"({res} / div)", A
+        return _store(d, spec.out, f"pout + slot * {_size(spec.out)}", True, fin, fkey)
 
-    mean = (f"    {ct} m = {_load(d, A, 'pm + o * ' + str(_size(A)), True)};\n"
-            if spec.map == "deviation" and not spec.pairs_in else "")
-    decl = ", ".join(p for _, p in params)
-    if spec.strategy == "item":
-        loops, close = [], []
-        ind = "    "
+    def mean(o: str) -> str:
+        if spec.map != "deviation" or spec.pairs_in:
+            return ""
+        return f"{ct} m = {_load(d, A, f'pm + ({o}) * {_size(A)}', True)};"
+
+    def red_loops(body: str, ind: str) -> str:
+        """Nested loops over the reduced dims (``ro`` the byte offset, ``r`` the C index)."""
+        lines, close = [], []
         for k in range(spec.nr):
-            loops.append(f"{ind}for (i64 r{k} = 0; r{k} < er{k}; ++r{k}) {{\n")
+            lines.append(f"{ind}for (i64 r{k} = 0; r{k} < er{k}; ++r{k}) {{\n")
             close.append(f"{ind}}}\n")
             ind += "  "
         ro = " + ".join(f"r{k} * sr{k}" for k in range(spec.nr)) or "0"
+        return ("".join(lines) + f"{ind}i64 ro = {ro};\n{ind}{body}\n{ind}++r;\n"
+                + "".join(reversed(close)))
+
+    def settle(u: str) -> str:
+        """The compensated sum of accumulator ``u``, or the plain one once it is inf/NaN."""
+        if not kahan:
+            return ""
+        return f"acc[{u}] = isfinite(plain[{u}]) ? acc[{u}] - comp[{u}] : plain[{u}];"
+
+    decl = ", ".join(p for _, p in params)
+    comp_decl = f" {ct} comp[{U}], plain[{U}];" if kahan else ""
+    comp_init = " comp[u] = 0; plain[u] = 0;" if kahan else ""
+    kept_at = f"px + o * {isize} + ro" if spec.contiguous else "px + o * sk0 + ro"
+    if spec.strategy == "item":
         body = (f"{d.kernel} void {name}({decl}) {{\n"
                 f"    i64 o = {glo};\n    if (o >= n_out) return;\n"
-                f"{offset('ko', 'o', 'ek', 'sk', spec.nk)}{mean}"
-                f"    {ident}\n    i64 r = 0;\n"
-                + "".join(loops)
-                + f"{ind}i64 ro = {ro};\n{ind}{step}\n{ind}++r;\n"
-                + "".join(reversed(close))
-                + f"    {stype} res = acc;\n    i64 slot = o;\n{store}}}\n")
-    else:
+                f"    {offset('ko', 'o', 'ek', 'sk', spec.nk)}\n    {mean('o')}\n"
+                f"    {stype} acc[1];{comp_decl.replace(str(U), '1')}\n"
+                f"    {{ int u = 0; {init('acc[0]')}{comp_init} }}\n    i64 r = 0;\n"
+                + red_loops(step("acc[0]", "comp[0]", "px + ko + ro", "r"), "    ")
+                + f"    {{ i64 slot = o; {settle('0')} {finish('acc[0]')} }}\n}}\n")
+    elif spec.strategy == "block":  # U consecutive outputs per work-item (nk == 1)
+        body = (f"{d.kernel} void {name}({decl}) {{\n"
+                f"    i64 o0 = {glo} * {U};\n    if (o0 >= n_out) return;\n"
+                f"    int nb = n_out - o0 < {U} ? (int)(n_out - o0) : {U};\n"
+                f"    {stype} acc[{U}];{comp_decl}\n"
+                f"    for (int u = 0; u < {U}; ++u) {{ {init('acc[u]')}{comp_init} }}\n"
+                f"    i64 r = 0;\n"
+                + red_loops(
+                    f"for (int u = 0; u < nb; ++u) {{ i64 o = o0 + u; {mean('o')} "
+                    f"{step('acc[u]', 'comp[u]', kept_at, 'r')} }}", "    ")
+                + f"    for (int u = 0; u < nb; ++u) {{ i64 slot = o0 + u; {settle('u')} "
+                  f"{finish('acc[u]')} }}\n"
+                f"}}\n")
+    else:  # group: G groups share each output, each a contiguous chunk of its segment
         bar = _BARRIER[spec.dialect]
         loc = _LOCAL[spec.dialect]
+        merge = (f"for (int u = 0; u < {U}; ++u) {{ {settle('u')} }} "
+                 f"for (int u = 1; u < {U}; ++u) acc[0] = {join}(acc[0], acc[u]);")
+        tree = ""
+        if L > 1:
+            tree = (f"    buf[lid] = acc[0];\n    {bar};\n"
+                    f"    for (int s = {L // 2}; s > 0; s >>= 1) {{\n"
+                    f"        if (lid < s) buf[lid] = {join}(buf[lid], buf[lid + s]);\n"
+                    f"        {bar};\n    }}\n"
+                    f"    if (lid != 0) return;\n    acc[0] = buf[0];\n")
         body = (f"{d.kernel} void {name}({decl}) {{\n"
-                f"    {loc} {stype} buf[{L}];\n"
-                f"    i64 lid = {lid}, grp = {gid};\n"
+                + (f"    {loc} {stype} buf[{L}];\n" if L > 1 else "")
+                + f"    i64 lid = {lid}, grp = {gid};\n"
                 f"    i64 o = grp / G, g = grp - o * G;\n"
-                f"{offset('ko', 'o', 'ek', 'sk', spec.nk)}{mean}"
-                f"    {ident}\n"
-                f"    for (i64 r = g * {L} + lid; r < n_red; r += G * {L}) {{\n"
-                f"{offset('ro', 'r', 'er', 'sr', spec.nr)}"
-                f"        {step}\n    }}\n"
-                f"    buf[lid] = acc;\n    {bar};\n"
-                f"    for (int s = {L // 2}; s > 0; s >>= 1) {{\n"
-                f"        if (lid < s) buf[lid] = {join}(buf[lid], buf[lid + s]);\n"
-                f"        {bar};\n    }}\n"
-                f"    if (lid != 0) return;\n"
-                f"    {stype} res = buf[0];\n    i64 slot = {'o' if spec.final else 'grp'};\n"
-                f"{store}}}\n")
-    text = source(d, [sig]) + state + helper + body
+                f"    i64 chunk = (n_red + G - 1) / G, start = g * chunk;\n"
+                f"    i64 end = start + chunk < n_red ? start + chunk : n_red;\n"
+                f"    {offset('ko', 'o', 'ek', 'sk', spec.nk)}\n    {mean('o')}\n"
+                f"    {stype} acc[{U}];{comp_decl}\n"
+                f"    for (int u = 0; u < {U}; ++u) {{ {init('acc[u]')}{comp_init} }}\n"
+                f"    i64 r = start + lid;\n"
+                f"    for (; r + {(U - 1) * L} < end; r += {U * L}) {{\n"
+                f"        for (int u = 0; u < {U}; ++u) {{ i64 rr = r + u * {L}; "
+                f"{offset('ro', 'rr', 'er', 'sr', spec.nr, spec.contiguous)} "
+                f"{step('acc[u]', 'comp[u]', 'px + ko + ro', 'rr')} }}\n    }}\n"
+                f"    for (; r < end; r += {L}) {{ "
+                f"{offset('ro', 'r', 'er', 'sr', spec.nr, spec.contiguous)} "
+                f"{step('acc[0]', 'comp[0]', 'px + ko + ro', 'r')} }}\n"
+                f"    {merge}\n{tree}"
+                f"    {{ i64 slot = {'o' if spec.final else 'grp'}; {finish('acc[0]')} }}\n}}\n")
+    text = source(d, [sig]) + helper + body
     return text, name, [t for t, _ in params]
 
 
@@ -318,6 +396,8 @@ def _launch(device, spec: Spec, ptrs, n_out, n_red, G, kept, red, div) -> None:
     L = spec.local
     if spec.strategy == "item":
         kernel.launch(values, -(-n_out // L) * L, L)
+    elif spec.strategy == "block":
+        kernel.launch(values, -(-n_out // spec.unroll), 1)
     else:
         kernel.launch(values, n_out * G * L, L)
 
@@ -347,7 +427,6 @@ def run(row, x, axes: tuple, result, count: int, correction: float) -> None:
             copy_raw(tmp, x)
             raw = tmp._raw()
         hint = impl.launch_hint(dev.index)
-        dialect = dev.backend
         rd = result._dtype
         from ..reductions import accumulator_dtype  # same layer; reductions imports us
 
@@ -373,44 +452,38 @@ def run(row, x, axes: tuple, result, count: int, correction: float) -> None:
             run(REDUCTIONS["mean"], x, axes, mean, count, 0.0)
             m_ptr = mean._raw().ptr
         div = float(count) if row.finalize == "mean" else float(max(count - correction, 0))
-        L = LOCAL_SIZES[hint]
-        inner_red = red[-1][1] if red else 0
-        inner_kept = abs(kept[-1][1]) if kept else 0
-        if n_out == 1 or n_out < _ITEM_MIN_OUTPUTS[hint] and n_red > 64 * L:
-            strategy = "group"
-            G = max(1, min(-(-_GROUPS[hint] // n_out), L, -(-n_red // (L * 16))))
-        elif n_red <= 16 or (inner_kept < abs(inner_red) and n_out >= _ITEM_MIN_OUTPUTS[hint]):
-            strategy, G = "item", 1
+        strategy, G, L, U = choose(hint, kept, red, _size(inp))
+        if strategy == "block":
+            contiguous = kept[0][1] == _size(inp)
         else:
-            strategy, G = "group", 1
+            contiguous = len(red) == 1 and red[0][1] == _size(inp)
         out_key = _key(rd)
-        common = dict(dialect=dialect, row=row.name, combine=combine, map=row.map,
-                      finalize=row.finalize, identity=row.identity, inp=inp, acc=A, local=L)
+        common = dict(dialect=dev.backend, row=row.name, combine=combine, map=row.map,
+                      finalize=row.finalize, identity=row.identity, acc=A, local=L, unroll=U)
         out_ptr = result._raw().ptr
+        src = raw.ptr + shift
         if G == 1:
-            spec = Spec(**common, out=out_key, strategy=strategy, final=True, pairs_in=False,
-                        nk=len(kept), nr=len(red))
-            _launch(dev, spec, (raw.ptr + shift, out_ptr, out_ptr, m_ptr or out_ptr, out_ptr),
-                    n_out, n_red, 1,
-                    kept, red, div)
+            spec = Spec(**common, inp=inp, out=out_key, strategy=strategy, final=True,
+                        pairs_in=False, nk=len(kept), nr=len(red), contiguous=contiguous)
+            _launch(dev, spec, (src, out_ptr, out_ptr, m_ptr or out_ptr, out_ptr),
+                    n_out, n_red, 1, kept, red, div)
             return
         part = new_array((n_out * G,), np.dtype(A), dev, "device")
         temps.append(part)
-        pidx = 0
+        pidx = out_ptr
         if arg:
             idx = new_array((n_out * G,), np.dtype(np.int64), dev, "device")
             temps.append(idx)
             pidx = idx._raw().ptr
-        spec = Spec(**common, out=A, strategy="group", final=False, pairs_in=False,
-                    nk=len(kept), nr=len(red))
-        _launch(dev, spec, (raw.ptr + shift, part._raw().ptr, pidx or out_ptr, m_ptr or out_ptr,
-                            out_ptr), n_out, n_red, G,
-                kept, red, div)
+        spec = Spec(**common, inp=inp, out=A, strategy="group", final=False, pairs_in=False,
+                    nk=len(kept), nr=len(red), contiguous=contiguous)
+        _launch(dev, spec, (src, part._raw().ptr, pidx, m_ptr or out_ptr, out_ptr),
+                n_out, n_red, G, kept, red, div)
         size = _size(A)
-        spec2 = Spec(**{**common, "inp": A, "map": "x"}, out=out_key, strategy="group",
-                     final=True, pairs_in=True, nk=1, nr=1)
-        _launch(dev, spec2, (part._raw().ptr, out_ptr, out_ptr, out_ptr, pidx or out_ptr), n_out,
-                G, 1, [(n_out, G * size)], [(G, size)], div)
+        spec2 = Spec(**{**common, "map": "x", "local": LOCAL_SIZES[hint]}, inp=A, out=out_key, strategy="group",
+                     final=True, pairs_in=True, nk=1, nr=1, contiguous=True)
+        _launch(dev, spec2, (part._raw().ptr, out_ptr, out_ptr, out_ptr, pidx), n_out, G, 1,
+                [(n_out, G * size)], [(G, size)], div)
     finally:
         for t in temps:
             t.free()
