@@ -50,6 +50,19 @@ from ._compute import __all__ as _compute_names
 from ._compute import __array_api_version__ as __array_api_version__
 from ._compute import __array_namespace_info__ as __array_namespace_info__
 from ._compute import install as _install_compute
+from ._compute.searching import argmax, argmin, count_nonzero
+from ._compute.statistical import (
+    cumulative_prod,
+    cumulative_sum,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
+from ._compute.utility import all, any, diff
 from ._memory.cache import AllocCache, cached, uncached
 from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
 from ._memory.history import memory_history
@@ -84,6 +97,9 @@ __all__ = [
 ]
 
 __all__ += [n for n in _compute_names if not n.startswith("_") and n != "install"]
+# reductions, statistics, scans and searching (docs/reductions.md)
+__all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
+            "cumulative_prod", "all", "any", "diff", "argmax", "argmin", "count_nonzero"]
 
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 

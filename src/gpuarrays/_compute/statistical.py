@@ -16,7 +16,7 @@ __all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "s
            "var"]
 
 
-def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001 -- the standard's name
+def sum(x, /, *, axis=None, dtype=None, keepdims=False):
     """The sum over ``axis``; signed ints and bool sum in int64, unsigned in uint64,
     float16 accumulates in float32; the sum of nothing is 0."""
     return reduce("sum", x, axis, keepdims, dtype)
@@ -27,12 +27,12 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     return reduce("prod", x, axis, keepdims, dtype)
 
 
-def max(x, /, *, axis=None, keepdims=False):  # noqa: A001 -- the standard's name
+def max(x, /, *, axis=None, keepdims=False):
     """The largest element over ``axis`` (NaN if any is NaN); ``ValueError`` for nothing."""
     return reduce("max", x, axis, keepdims)
 
 
-def min(x, /, *, axis=None, keepdims=False):  # noqa: A001 -- the standard's name
+def min(x, /, *, axis=None, keepdims=False):
     """The smallest element over ``axis`` (NaN if any is NaN); ``ValueError`` for nothing."""
     return reduce("min", x, axis, keepdims)
 

@@ -22,12 +22,12 @@ from .table import OPS
 __all__ = ["all", "any", "diff"]
 
 
-def all(x, /, *, axis=None, keepdims=False):  # noqa: A001 -- the standard's name
+def all(x, /, *, axis=None, keepdims=False):
     """Whether every element over ``axis`` is non-zero (True for nothing)."""
     return reduce("all", x, axis, keepdims)
 
 
-def any(x, /, *, axis=None, keepdims=False):  # noqa: A001 -- the standard's name
+def any(x, /, *, axis=None, keepdims=False):
     """Whether some element over ``axis`` is non-zero (False for nothing)."""
     return reduce("any", x, axis, keepdims)
 
