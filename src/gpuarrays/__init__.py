@@ -1,12 +1,14 @@
 """gpuarrays: device arrays whose memory is managed correctly and fast on every back-end.
 
 ``import gpuarrays as ga``.  The public API is exactly ``__all__`` (plus the public
-subpackage ``gpuarrays.interop``); everything under an underscore name is internal.
+subpackages ``gpuarrays.interop`` and ``gpuarrays.random``); everything under an
+underscore name is internal.
 docs/guide.md explains the storage model, docs/design.md the contract and the layers.
 """
 
 import sys
 
+from . import random as random  # the public subpackage gpuarrays.random (docs/random.md)
 from ._array.array import GPUArray
 from ._array.creation import (
     arange,
@@ -103,7 +105,7 @@ __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
 
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 
-_PUBLIC_SUBPACKAGES = ("interop",)
+_PUBLIC_SUBPACKAGES = ("interop", "random")
 
 
 def __dir__() -> list[str]:

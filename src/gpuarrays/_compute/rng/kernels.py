@@ -265,6 +265,17 @@ KERNEL void {name}(GLOBAL {ot} *out, u64 n, u32 k0, u32 k1, u64 off, u64 low, u6
 
 
 _PERM = {
+    "rng_keys": ("""
+/* out[t] = the random 64-bit key of element t: words 2l | 2l + 1 of block t / 2 */
+KERNEL void rng_keys(GLOBAL u64 *out, u64 n, u32 k0, u32 k1, u64 off) {
+    u64 b = GID;
+    if (2 * b >= n) return;
+    u32 x[4];
+    philox_block(k0, k1, off + b, 0, 0, x);
+    for (int l = 0; l < 2 && 2 * b + l < n; ++l)
+        out[2 * b + l] = ((u64)x[2 * l]) | ((u64)x[2 * l + 1] << 32);
+}
+""", ["ptr", "u8", "u4", "u4", "u8"]),
     "rng_perm_init": ("""
 /* keys[t] = the random 64-bit key of element t (t < n), all ones for the padding; idx[t] = t */
 KERNEL void rng_perm_init(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 n, u64 p, u32 k0, u32 k1, u64 off) {
@@ -281,10 +292,10 @@ KERNEL void rng_perm_init(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 n, u64 p, u32 k
 }
 """, ["ptr", "ptr", "u8", "u8", "u4", "u4", "u8"]),
     "rng_bitonic": ("""
-/* One compare-exchange stage of a bitonic sort of (key, index) pairs: half = p / 2 items */
-KERNEL void rng_bitonic(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 j, u64 k, u64 half) {
+/* One compare-exchange stage of a bitonic sort of (key, index) pairs: p / 2 work-items */
+KERNEL void rng_bitonic(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 j, u64 k, u64 pairs) {
     u64 t = GID;
-    if (t >= half) return;
+    if (t >= pairs) return;
     u64 lo = ((t & ~(j - 1)) << 1) | (t & (j - 1));
     u64 hi = lo + j;
     u64 ka = keys[lo], kb = keys[hi];
@@ -392,9 +403,10 @@ def generate(family: str, device, out: RawView, key: tuple[int, int], offset: in
         low, rng, thresh, wide = params
         name = f"rng_integers{64 if wide else 32}_u{out.dtype.itemsize * 8}"
         values += [low, rng, thresh]
+    elif family == "keys":
+        name = "rng_keys"
     else:
-        tag = _CTYPE[out.dtype.name][0]
-        name = f"rng_{family}_{tag}"
+        name = f"rng_{family}_{_CTYPE[out.dtype.name][0]}"
         values += [float(p) for p in params]
     _launch(device, name, values, -(-n // e))
 
