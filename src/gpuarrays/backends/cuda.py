@@ -325,7 +325,16 @@ _CUDA_C = Dialect(
     # NumPy rounds float64 straight to float16; a float32 source is exact in double.
     to_half=lambda real, v: f"double_to_half((double)({v}))",
     float_to_int=_float_to_int,
+    compute_prelude=(
+        "#define INFINITY __int_as_float(0x7f800000)\n"
+        "#define NAN __int_as_float(0x7fffffff)\n"
+    ),
+    suffix_math=True,
 )
+DIALECT = _CUDA_C
+# Options of every compile: C++14, and no contraction into FMAs (NVRTC's default
+# --fmad=true changes a * b + c); --use_fast_math and -ftz stay off (docs/kernels.md).
+COMPILE_OPTIONS = ("--std=c++14", "--fmad=false")
 SCALAR_KEYS = tuple(SCALARS)
 
 
@@ -434,13 +443,26 @@ def _nvrtc_check(nvrtc, call: str, result, log: str = "") -> tuple:
     return result[1:]
 
 
-def compile_image(source: str, arch: int) -> tuple[bytes, str]:
+nvrtc_compiles = 0  # NVRTC runs in this process (a cache hit runs none)
+
+
+def nvrtc_version() -> tuple[int, int]:
+    """(major, minor) of the NVRTC library."""
+    from cuda.bindings import nvrtc
+
+    major, minor = _nvrtc_check(nvrtc, "nvrtcVersion", nvrtc.nvrtcVersion())
+    return int(major), int(minor)
+
+
+def compile_image(source: str, arch: int, cache=None) -> tuple[bytes, str]:
     """Compile ``source`` with NVRTC for ``sm_<arch>``: ``(image, "cubin")``.
 
     When NVRTC does not know the architecture (a device newer than it), the
     image is PTX for the newest architecture it knows, which the driver
     compiles when loading (``(image, "ptx")``).  Needs only the NVRTC library,
-    not a GPU.  Cached per (arch, source) for the process.
+    not a GPU.  Cached per (arch, source) for the process and, when ``cache``
+    (a ``BinaryCache``) is given, on disk under a key of the source, the
+    options, the target and the NVRTC version.
     """
     key = (arch, source)
     image = _images.get(key)
@@ -462,13 +484,26 @@ def compile_image(source: str, arch: int) -> tuple[bytes, str]:
                 f"sm_{supported[-1]})",
             )
         target, kind = f"--gpu-architecture=compute_{older[-1]}", "ptx"
+    opts = [target.encode(), *(o.encode() for o in COMPILE_OPTIONS)]
+    disk_key = None
+    if cache is not None:
+        version = "{}.{}".format(*nvrtc_version())
+        disk_key = b"\0".join([b"nvrtc", version.encode(), kind.encode(), *opts,
+                               source.encode()])
+        data = cache.load(disk_key)
+        if data is not None:
+            image = (data, kind)
+            with _images_lock:
+                _images[key] = image
+            return image
+    global nvrtc_compiles
+    nvrtc_compiles += 1
     (prog,) = _nvrtc_check(
         nvrtc,
         "nvrtcCreateProgram",
         nvrtc.nvrtcCreateProgram(source.encode(), b"gpuarrays.cu", 0, [], []),
     )
     try:
-        opts = [target.encode(), b"--std=c++14"]
         result = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             _nvrtc_check(nvrtc, "nvrtcCompileProgram", result, _program_log(nvrtc, prog))
@@ -484,6 +519,8 @@ def compile_image(source: str, arch: int) -> tuple[bytes, str]:
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
     image = (bytes(buf), kind)
+    if cache is not None:
+        cache.save(disk_key, image[0])
     with _images_lock:
         _images[key] = image
     return image
@@ -541,6 +578,58 @@ class _Attrs:
     pools: bool
 
 
+_ARG_CTYPES = {
+    "ptr": ctypes.c_uint64, "b1": ctypes.c_uint8, "i1": ctypes.c_int8, "u1": ctypes.c_uint8,
+    "i2": ctypes.c_int16, "u2": ctypes.c_uint16, "i4": ctypes.c_int32, "u4": ctypes.c_uint32,
+    "i8": ctypes.c_int64, "u8": ctypes.c_uint64, "f4": ctypes.c_float, "f8": ctypes.c_double,
+}
+
+
+class _Kernel:
+    """A generated kernel on one device (see ``KernelBackend`` in base.py).
+
+    Its parameters live in ctypes slots whose addresses form the
+    ``cuLaunchKernel`` parameter array, made once; a launch stores the values
+    and launches.  After a device reset it loads itself again on the next launch.
+    """
+
+    __slots__ = ("_backend", "_index", "_source", "_name", "_cache", "_slots", "_params",
+                 "_params_addr", "_state", "_fn", "_lock")
+
+    def __init__(self, backend: CudaBackend, index: int, source: str, name: str,
+                 params: tuple[str, ...], cache) -> None:  # fmt: skip
+        self._backend, self._index, self._source, self._name = backend, index, source, name
+        self._cache = cache
+        try:
+            self._slots = [_ARG_CTYPES[t]() for t in params]
+        except KeyError as exc:
+            raise ValueError(f"unknown kernel parameter type {exc.args[0]!r}; "
+                             f"expected one of {', '.join(_ARG_CTYPES)}") from None
+        self._params = (ctypes.c_void_p * max(len(self._slots), 1))(
+            *[ctypes.addressof(a) for a in self._slots])
+        self._params_addr = ctypes.addressof(self._params)
+        self._lock = threading.Lock()
+        self._state = None
+        self._bind()
+
+    def _bind(self) -> None:
+        self._state, self._fn = self._backend._function(
+            self._index, ("compute", self._source), lambda: self._source, [self._name],
+            self._name, self._cache)
+
+    def launch(self, values, global_size: int, local_size: int) -> None:
+        backend = self._backend
+        if backend._states.get(self._index) is not self._state:
+            self._bind()  # the device was reset (or never used since)
+        with self._lock:
+            for slot, v in zip(self._slots, values, strict=True):
+                slot.value = v
+            with backend._current(self._index) as state:
+                _check("cuLaunchKernel", backend._d.cuLaunchKernel(
+                    self._fn, global_size // local_size, 1, 1, local_size, 1, 1, 0,
+                    state.stream, self._params_addr, 0))
+
+
 class CudaBackend(DeviceOps):
     """NVIDIA devices through the driver API; see the module docstring."""
 
@@ -564,6 +653,8 @@ class CudaBackend(DeviceOps):
         # host ranges we registered: ptr -> (nbytes, device); foreign ones: ptr -> device
         self._registered: dict[int, tuple[int, int]] = {}
         self._foreign_registered: dict[int, int] = {}
+        self.builds = 0  # modules built (docs/kernels.md, "Kernel caches")
+        self._compiled: dict[tuple[int, str, str], _Kernel] = {}
 
     # devices ------------------------------------------------------------------
     def _attr(self, dev, name: str) -> int:
@@ -703,13 +794,14 @@ class CudaBackend(DeviceOps):
         self._copy(index, dst, src, nbytes, wait=not (self._ours(dst) and self._ours(src)))
 
     # kernels ------------------------------------------------------------------
-    def _function(self, index: int, key: tuple, source_fn, names, name: str):
+    def _function(self, index: int, key: tuple, source_fn, names, name: str, cache=None):
         """The kernel ``name`` of program ``key``, compiled and loaded on first use."""
         state = self._state(index)
         fn = state.functions.get((key, name))
         if fn is not None:
             return state, fn
-        image, _ = compile_image(source_fn(), self._attrs[index].arch)
+        image, _ = compile_image(source_fn(), self._attrs[index].arch, cache)
+        self.builds += 1
         d = self._d
         with state.lock:
             fn = state.functions.get((key, name))
@@ -833,6 +925,25 @@ class CudaBackend(DeviceOps):
             args = [ctypes.c_uint64(plan.dst), ctypes.c_uint64(plan.src),
                     ctypes.c_uint64(dev_offsets), ctypes.c_int64(n)]  # fmt: skip
             self._launch(index, fn, n, args)
+
+    # generated kernels (KernelBackend in base.py) ---------------------------------
+    dialect = _CUDA_C
+
+    def launch_hint(self, index: int) -> str:
+        return "gpu"
+
+    def compile_kernel(self, index: int, source: str, name: str, params, cache=None) -> _Kernel:
+        """The kernel ``name`` of ``source`` on device ``index``, compiled on first request
+        (NVRTC, or the image from ``cache``, a ``BinaryCache``)."""
+        key = (index, source, name)
+        kernel = self._compiled.get(key)
+        if kernel is None:
+            with self._lock:
+                kernel = self._compiled.get(key)
+                if kernel is None:
+                    kernel = self._compiled[key] = _Kernel(self, index, source, name,
+                                                           tuple(params), cache)
+        return kernel
 
     # lifecycle ----------------------------------------------------------------
     def synchronize(self, index: int) -> None:

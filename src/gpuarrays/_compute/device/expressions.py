@@ -38,6 +38,7 @@ __all__ = [
     "Expr",
     "EXPRESSIONS",
     "HELPERS",
+    "NIN",
     "TypeNames",
     "classes",
     "dtype_class",
@@ -170,8 +171,8 @@ DEV {C} c_sqrt_{K}({C} z) {{
     if (isinf(z.y)) return c_make_{K}(INFINITY, z.y);
     if (isnan(z.x)) return c_make_{K}(z.x, z.x);
     if (isinf(z.x)) {{
-        if (z.x > 0) return c_make_{K}(z.x, isnan(z.y) ? z.y : {copysign}(0, z.y));
-        return c_make_{K}(isnan(z.y) ? z.y : 0, {copysign}(INFINITY, z.y));
+        if (z.x > 0) return c_make_{K}(z.x, isnan(z.y) ? z.y : {copysign}(({R})0, z.y));
+        return c_make_{K}(isnan(z.y) ? z.y : 0, {copysign}(({R})INFINITY, z.y));
     }}
     {R} t = {sqrt}(({fabs}(z.x) + {hypot}(z.x, z.y)) * 0.5{L});
     if (z.x >= 0) return c_make_{K}(t, z.y / (2 * t));
@@ -196,7 +197,7 @@ DEV {C} c_cosh_{K}({C} z) {{ return c_make_{K}({cosh}(z.x) * {cos}(z.y), {sinh}(
 DEV {C} c_tanh_{K}({C} z) {{
     if ({fabs}(z.x) > TANH_BIG_{K}) {{
         {R} e = {exp}(-2 * {fabs}(z.x));
-        return c_make_{K}({copysign}(1, z.x), 4 * {sin}(z.y) * {cos}(z.y) * e);
+        return c_make_{K}({copysign}(({R})1, z.x), 4 * {sin}(z.y) * {cos}(z.y) * e);
     }}
     {R} tn = {tan}(z.y), beta = 1 + tn * tn, s = {sinh}(z.x), rho = {sqrt}(1 + s * s);
     {R} den = 1 + beta * s * s;
@@ -207,7 +208,7 @@ DEV {C} c_cos_{K}({C} z) {{ return c_cosh_{K}(c_mul_i_{K}(z)); }}
 DEV {C} c_tan_{K}({C} z) {{ return c_mul_mi_{K}(c_tanh_{K}(c_mul_i_{K}(z))); }}
 /* asinh(z) = log(z + sqrt(z*z + 1)), evaluated where it does not cancel (odd function). */
 DEV {C} c_asinh_{K}({C} z) {{
-    int neg = z.x < 0 || (z.x == 0 && {signbit}(z.x));
+    int neg = z.x < 0 || (z.x == 0 && signbit(z.x));
     {C} w = neg ? c_make_{K}(-z.x, -z.y) : z;
     {C} r = c_log_{K}(c_add_{K}(w, c_sqrt_{K}(c_add_{K}(c_mul_{K}(w, w), c_make_{K}(1, 0)))));
     return neg ? c_make_{K}(-r.x, -r.y) : r;
@@ -245,7 +246,7 @@ DEV {C} c_pow_{K}({C} a, {C} b) {{
 DEV {C} c_sign_{K}({C} z) {{
     if (isnan(z.x) || isnan(z.y)) return c_make_{K}(NAN, NAN);
     if (isinf(z.x) || isinf(z.y)) {{
-        z = c_make_{K}(isinf(z.x) ? {copysign}(1, z.x) : 0, isinf(z.y) ? {copysign}(1, z.y) : 0);
+        z = c_make_{K}(isinf(z.x) ? {copysign}(({R})1, z.x) : 0, isinf(z.y) ? {copysign}(({R})1, z.y) : 0);
     }}
     {R} a = {hypot}(z.x, z.y);
     if (a == 0) return c_make_{K}(0, 0);
@@ -308,7 +309,7 @@ DEV {T} floordiv_{K}({T} a, {T} b) {{
         if (div - fl > 0.5{L}) fl += 1;
         return fl;
     }}
-    return {copysign}(0, a / b);
+    return {copysign}(({T})0, a / b);
 }}
 DEV {T} mod_{K}({T} a, {T} b) {{
     {T} mod = {fmod}(a, b);
@@ -317,7 +318,7 @@ DEV {T} mod_{K}({T} a, {T} b) {{
         if ((b < 0) != (mod < 0)) mod += b;
         return mod;
     }}
-    return {copysign}(0, b);
+    return {copysign}(({T})0, b);
 }}
 DEV {T} logaddexp_{K}({T} a, {T} b) {{
     if (a == b) return a + ({T})0.693147180559945309417232121458176568;  /* also +-inf */
@@ -503,6 +504,13 @@ DEV {T} clip_{K}({T} x, {T} lo, {T} hi) {{
     return (m < hi || isnan(m)) ? m : hi;
 }}
 """.format_map(t), kinds="f")
+
+_UNARY = frozenset("""
+abs acos acosh asin asinh atan atanh bitwise_invert ceil conj cos cosh exp expm1 floor imag
+isfinite isinf isnan log log1p log2 log10 logical_not negative positive real reciprocal round
+sign signbit sin sinh sqrt square tan tanh trunc""".split())
+NIN = {op: 1 if op in _UNARY else 3 if op in ("where", "clip") else 2 for op in EXPRESSIONS}
+"""Operation -> number of operands."""
 
 # where's operands: the condition is x; the value operands decide the class.
 _VALUE_ARG = {"where": 1}

@@ -25,9 +25,10 @@ import numpy as np
 from ...backends._kernels import collapse
 from ...backends.base import RawView
 from . import diskcache
+from .expressions import NIN
 from .generator import Operand, Signature, kernel_name, key_of, params, source
 
-__all__ = ["elementwise", "launch_shape", "clear", "KERNEL_DIMS", "INDEX32_LIMIT"]
+__all__ = ["elementwise", "describe", "launch_shape", "clear", "KERNEL_DIMS", "INDEX32_LIMIT"]
 
 KERNEL_DIMS = 8
 """Most collapsed dimensions a kernel takes (its layout travels by value; OpenCL
@@ -135,14 +136,25 @@ def _fits32(shape: list[int], strides: list[list[int]], itemsizes: list[int]) ->
     return True
 
 
-def _make_plan(device, op: str, out: RawView, inputs: Sequence, arg_dtypes) -> _Plan:
+def _signature(op: str, out: RawView, inputs: Sequence, arg_dtypes):
+    """(signature, constant arguments, host-loop offsets, scalar kinds), or None if empty."""
+    nin = NIN.get(op)
+    if nin is None:
+        raise ValueError(f"no elementwise kernel for {op!r}; known: {', '.join(sorted(NIN))}")
+    if len(inputs) != nin or len(arg_dtypes) != nin:
+        raise ValueError(f"{op} takes {nin} operand(s) and as many dtypes, got "
+                         f"{len(inputs)} and {len(arg_dtypes)}")
+    for x in inputs:
+        if isinstance(x, RawView) and tuple(x.shape) != tuple(out.shape):
+            raise ValueError(f"{op}: an operand of shape {tuple(x.shape)} does not have the "
+                             f"output's shape {tuple(out.shape)} (broadcast it first)")
     arrays = [out] + [x for x in inputs if isinstance(x, RawView)]
     shape, strides = collapse(tuple(out.shape), *(tuple(a.strides) for a in arrays))
     n = 1
     for e in out.shape:
         n *= e
     if n == 0:
-        return _Plan(None, [], 0, 0, (), None, True)
+        return None
     if not shape:  # one element
         shape, strides = [1], [[a.dtype.itemsize] for a in arrays]
     outer = None
@@ -168,14 +180,29 @@ def _make_plan(device, op: str, out: RawView, inputs: Sequence, arg_dtypes) -> _
             scalars.append("c" if np.dtype(dt).kind == "c" else "r")
     sig = Signature(op, key_of(out.dtype), tuple(operands), len(shape), index64,
                     contiguous[0], aligned[0])
-    kernel = _kernel(device, sig)
     tail: list[int] = [n if outer is None else int(np.prod(shape))]
     tail += shape[1:]
     for st, c in zip(strides, contiguous, strict=True):
         if not c:
             tail += st
+    return sig, tail, outer, tuple(scalars)
+
+
+def _make_plan(device, op: str, out: RawView, inputs: Sequence, arg_dtypes) -> _Plan:
+    layout = _signature(op, out, inputs, arg_dtypes)
+    if layout is None:
+        return _Plan(None, [], 0, 0, (), None, True)
+    sig, tail, outer, scalars = layout
+    kernel = _kernel(device, sig)
     gsize, lsize = launch_shape(device.impl.launch_hint(device.index), tail[0])
-    return _Plan(kernel, tail, gsize, lsize, tuple(scalars), outer, False)
+    return _Plan(kernel, tail, gsize, lsize, scalars, outer, False)
+
+
+def describe(op: str, out: RawView, inputs: Sequence[RawView | np.ndarray],
+             arg_dtypes: Sequence[np.dtype]) -> Signature | None:
+    """The signature :func:`elementwise` would launch for these arguments (None: empty)."""
+    layout = _signature(op, out, inputs, [np.dtype(d) for d in arg_dtypes])
+    return None if layout is None else layout[0]
 
 
 def _kernel(device, sig: Signature):
