@@ -20,7 +20,10 @@ Groups:
   PyTorch doing the same;
 * ``copy``     -- host-to-device (``ga.asarray``) and device-to-host
   (``a.get(out=...)``) throughput vs a NumPy copy;
-* ``workload`` -- the pipeline of ``gpuarrays demo`` without and with a cache.
+* ``workload`` -- the pipeline of ``gpuarrays demo`` without and with a cache;
+* ``random``   -- ``random`` and ``standard_normal`` of 16 M float32 vs NumPy's
+  ``default_rng`` and PyTorch CPU (vs a one-item-per-work-item write kernel on
+  device back-ends: docs/random.md, "Speed").
 
 Optional libraries (PyTorch, PyOpenCL) are imported lazily; their columns are
 left empty when they are not installed.
@@ -485,9 +488,44 @@ def _bench_workload(dev, settings, libs, rows, targets) -> None:
                          "runs": settings.workload_repeat}))
 
 
+def _bench_random(dev, settings, libs, rows, targets) -> None:
+    from .._compute.rng import kernels
+
+    n = 1 << 16 if settings.name == "smoke" else 1 << 24
+    few = dataclasses.replace(settings, repeat=min(settings.repeat, 9))  # 16 M per run
+    torch = libs["torch"]
+    ns = {"g": ga.random.default_rng(0, device=dev), "rng": np.random.default_rng(0), "n": n,
+          "np": np, "torch": torch, "dev": dev, "kernels": kernels}
+    device_side = dev.backend != "cpu"
+    if device_side:
+        ns["ref"] = ga.empty(n, np.float32, device=dev)
+        ns["raw"] = ns["ref"]._raw()
+    for method, torch_fn in (("random", "rand"), ("standard_normal", "randn")):
+        cases = {
+            # each run synchronizes: the loop's clock stops before a teardown would
+            "gpuarrays": Case(f"g.{method}(n, dtype=np.float32).free()\ndev.synchronize()", ns),
+            "numpy default_rng": Case(f"rng.{method}(n, dtype=np.float32)", ns),
+            "torch": None if torch is None else Case(f"torch.{torch_fn}(n)", ns),
+            "write kernel": Case("kernels.write_reference(dev, raw)\ndev.synchronize()", ns)
+            if device_side else None,
+        }
+        times = side_by_side(cases, few)
+        rows.append(Row("random", f"{method} 16 M float32" if n == 1 << 24 else method, "GB/s",
+                        {k: None if t is None else 4 * n / t for k, t in times.items()},
+                        {"elements": n}))
+        if device_side:
+            targets.append(Target(f"random: {method} vs a one-item-per-work-item write",
+                                  times["gpuarrays"] / times["write kernel"], 1.25, None,
+                                  "write kernel", "at least 0.8x its bandwidth"))
+        libs["progress"].step(f"random {method}")
+    if device_side:
+        ns["ref"].free()
+
+
 _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("fragmentation", _bench_fragmentation, None), ("dlpack", _bench_dlpack, 2),
-           ("copy", _bench_copy, None), ("workload", _bench_workload, 2))
+           ("copy", _bench_copy, None), ("workload", _bench_workload, 2),
+           ("random", _bench_random, 2))
 
 _ALIASES = {"cache": "alloc"}  # the cache group is measured with the alloc group
 

@@ -26,8 +26,8 @@ from .layout import per_block
 from .mapping import SPECS, FloatSpec
 from .philox import M0, M1, ROUNDS, W0, W1
 
-__all__ = ["source", "generate", "permutation_index", "take_rows", "KERNEL_NAMES",
-           "local_size"]
+__all__ = ["source", "generate", "permutation_index", "take_rows", "write_reference",
+           "KERNEL_NAMES", "local_size"]
 
 _PRELUDE = {
     "opencl": """#pragma OPENCL FP_CONTRACT OFF
@@ -37,7 +37,6 @@ typedef int i32;
 #define GLOBAL __global
 #define FN inline
 #define GID ((u64)get_global_id(0))
-#define MULHI32(a, b) mul_hi((u32)(a), (u32)(b))
 #define MULHI64(a, b) mul_hi((u64)(a), (u64)(b))
 #define BITS_f32(x) as_uint(x)
 #define FROM_f32(x) as_float(x)
@@ -56,7 +55,6 @@ typedef unsigned long long u64; typedef long long i64; typedef int i32;
 #define GLOBAL
 #define FN __device__ inline
 #define GID ((u64)blockIdx.x * blockDim.x + threadIdx.x)
-#define MULHI32(a, b) __umulhi((u32)(a), (u32)(b))
 #define MULHI64(a, b) __umul64hi((u64)(a), (u64)(b))
 #define BITS_f32(x) __float_as_uint(x)
 #define FROM_f32(x) __uint_as_float(x)
@@ -72,23 +70,34 @@ typedef unsigned long long u64; typedef long long i64; typedef int i32;
 }
 _FP64 = {"opencl": "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n", "cuda": ""}
 
-_PHILOX = f"""
-/* Philox4x32-10 (philox.py): x is the counter in, the four words out. */
-FN void philox(u32 k0, u32 k1, u32 *x) {{
-    for (int r = 0; r < {ROUNDS}; ++r) {{
-        u32 hi0 = MULHI32({M0}u, x[0]), lo0 = {M0}u * x[0];
-        u32 hi1 = MULHI32({M1}u, x[2]), lo1 = {M1}u * x[2];
-        u32 y0 = hi1 ^ x[1] ^ k0, y2 = hi0 ^ x[3] ^ k1;
-        x[0] = y0; x[1] = lo1; x[2] = y2; x[3] = lo0;
-        k0 += {W0}u; k1 += {W1}u;
-    }}
-}}
+def _philox_source() -> str:
+    """Philox4x32-10 as a macro declaring the four words ``X##0 .. X##3`` of one block.
 
-FN void philox_block(u32 k0, u32 k1, u64 b, u32 c2, u32 c3, u32 *x) {{
-    x[0] = (u32)b; x[1] = (u32)(b >> 32); x[2] = c2; x[3] = c3;
-    philox(k0, k1, x);
-}}
+    Scalar variables and unrolled rounds: PoCL vectorises this across
+    work-items, where a ``uint4`` or an array in private memory runs at half the
+    speed (measured here); the 32x32->64-bit products are plain ``u64``
+    multiplications (PoCL's ``mul_hi`` is 2.5x slower, CUDA emits ``mul.wide``).
+    """
+    rounds = []
+    for r in range(ROUNDS):
+        if r:
+            rounds.append(f"k0_ += {W0}u; k1_ += {W1}u;")
+        rounds.append(
+            f"p0_ = (u64){M0}u * X##0; p1_ = (u64){M1}u * X##2; "
+            f"y0_ = (u32)(p1_ >> 32) ^ X##1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ X##3 ^ k1_; "
+            "X##1 = (u32)p1_; X##3 = (u32)p0_; X##0 = y0_; X##2 = y2_;")
+    body = " \\\n        ".join(rounds)
+    return f"""
+/* Philox4x32-10 (philox.py): X##0..X##3 = the words of counter (B, B >> 32, C2, C3) */
+#define PHILOX_BLOCK(K0, K1, B, C2, C3, X) \\
+    u32 X##0 = (u32)(B), X##1 = (u32)((u64)(B) >> 32), X##2 = (C2), X##3 = (C3); \\
+    {{ u32 k0_ = (K0), k1_ = (K1), y0_, y2_; u64 p0_, p1_; \\
+        {body} \\
+    }}
 """
+
+
+_PHILOX = _philox_source()
 
 _CTYPE = {"float32": ("f32", "float", "u32", "i32"), "float64": ("f64", "double", "u64", "i64")}
 
@@ -122,7 +131,9 @@ FN {t} log_{tag}({t} x) {{
     {u} b = BITS_{tag}(x);
     {s} e = ({s})(b >> {spec.mant}) - {spec.bias};
     {u} mb = (b & ((({u})1 << {spec.mant}) - 1)) | (({u}){spec.bias} << {spec.mant});
-    if (mb > ({u}){spec.sqrt2_bits}u) {{ mb -= ({u})1 << {spec.mant}; e += 1; }}
+    {u} big = mb > ({u}){spec.sqrt2_bits}u;  /* m > sqrt 2: halve it (branch-free) */
+    mb -= big << {spec.mant};
+    e += ({s})big;
     {t} m = FROM_{tag}(mb);
     {t} f = SUB_{tag}(m, {lit(1)});
     {t} d = ADD_{tag}(m, {lit(1)});
@@ -143,153 +154,172 @@ FN {t} sqrt_{tag}({t} x) {{
 }}
 
 /* (k | 1) 2**-{ub}: a uniform in (0, 1) */
-FN {t} open_{tag}(u64 k) {{ return MUL_{tag}(({t})(k | 1), {lit(2.0 ** -ub)}); }}
+FN {t} open_{tag}({u} k) {{ return MUL_{tag}(({t})({s})(k | 1), {lit(2.0 ** -ub)}); }}
 
-/* cos and sin of 2 pi k 2**-{ub} */
-FN void sincos_{tag}(u64 k, {t} *co, {t} *si) {{
-    u64 j = (k + ((u64)1 << {ub - 3})) >> {ub - 2};
-    i64 fi = (i64)k - (i64)(j << {ub - 2});
-    u32 q = (u32)(j & 3);
-    {t} f = MUL_{tag}(({t})fi, {lit(2.0 ** -ub)});
+/* the polynomials of sin(2 pi f) and cos(2 pi f), |f| <= 1/8 */
+FN {t} sinp_{tag}({t} f) {{
     {t} z = MUL_{tag}(f, f);
-    {t} sv = MUL_{tag}(f, {_horner(spec, tag, "z", spec.sin_c)});
-    {t} cv = {_horner(spec, tag, "z", spec.cos_c)};
-    {t} cq = (q & 1) ? sv : cv;
-    {t} sq = (q & 1) ? cv : sv;
-    if (q == 1 || q == 2) cq = -cq;
-    if (q >= 2) sq = -sq;
-    *co = cq; *si = sq;
+    return MUL_{tag}(f, {_horner(spec, tag, "z", spec.sin_c)});
 }}
 
-/* Box--Muller from the bits of two uniforms */
-FN void normal_{tag}(u64 kr, u64 ka, {t} *z0, {t} *z1) {{
-    {t} r = sqrt_{tag}(MUL_{tag}({lit(-2)}, log_{tag}(open_{tag}(kr))));
-    {t} c, s;
-    sincos_{tag}(ka, &c, &s);
-    *z0 = MUL_{tag}(r, c); *z1 = MUL_{tag}(r, s);
+FN {t} cosp_{tag}({t} f) {{
+    {t} z = MUL_{tag}(f, f);
+    return {_horner(spec, tag, "z", spec.cos_c)};
+}}
+
+/* sqrt(-2 log u): the radius of Box--Muller */
+FN {t} radius_{tag}({u} k) {{
+    return sqrt_{tag}(MUL_{tag}({lit(-2)}, log_{tag}(open_{tag}(k))));
 }}
 """
 
 
-def _bits(spec: FloatSpec, lane: str) -> str:
-    """The uniform's integer bits for element ``lane`` of the block ``x``."""
+def _u64(v: str, a: int) -> str:
+    """The 64-bit value of words ``a`` (low half) and ``a + 1`` of block ``v``."""
+    return f"(((u64){v}{a}) | ((u64){v}{a + 1} << 32))"
+
+
+def _bits(spec: FloatSpec, e: int) -> str:
+    """The uniform's integer bits for element ``e`` of the block ``x`` (mapping.uniform_bits)."""
     if spec.words == 1:
-        return f"(u64)(x[{lane}] >> 8)"
-    return f"((((u64)x[2 * ({lane})]) | ((u64)x[2 * ({lane}) + 1] << 32)) >> 11)"
+        return f"(x{e} >> 8)"
+    return f"({_u64('x', 2 * e)} >> 11)"
+
+
+def _stores(e: int, values: list[str]) -> str:
+    """Store the block's ``e`` elements: unconditionally for a whole block, else up to ``n``."""
+    whole = "\n".join(f"        out[first + {i}] = {v};" for i, v in enumerate(values))
+    tail = "\n".join(f"        if (first + {i} < n) out[first + {i}] = {v};"
+                      for i, v in enumerate(values))
+    return f"""    if (first + {e} <= n) {{
+{whole}
+    }} else {{
+{tail}
+    }}"""
 
 
 def _float_kernel(family: str, spec: FloatSpec) -> tuple[str, list[str]]:
-    tag, t, _, _ = _CTYPE[spec.name]
+    tag, t, u, si = _CTYPE[spec.name]  # the integer types convert cheaply (signed, same width)
     e = per_block(family, spec.dtype)
     code = spec.dtype.str[1:]
     lit = functools.partial(_lit, spec)
+    pre = ""
     if family == "uniform":
         extra, params = f", {t} low, {t} span", [code, code]
-        body = f"""    for (int l = 0; l < {e}; ++l) {{
-        u64 i = first + l;
-        if (i < n) out[i] = ADD_{tag}(low, MUL_{tag}(span, MUL_{tag}(({t}){_bits(spec, "l")}, {lit(2.0 ** -spec.ubits)})));
-    }}"""
+        values = [f"ADD_{tag}(low, MUL_{tag}(span, MUL_{tag}(({t})({si}){_bits(spec, i)}, "
+                  f"{lit(2.0 ** -spec.ubits)})))" for i in range(e)]
     elif family == "exponential":
         extra, params = f", {t} scale", [code]
-        body = f"""    for (int l = 0; l < {e}; ++l) {{
-        u64 i = first + l;
-        if (i < n) out[i] = MUL_{tag}(scale, -log_{tag}(open_{tag}({_bits(spec, "l")})));
-    }}"""
-    else:  # normal: pairs of uniforms
+        values = [f"MUL_{tag}(scale, -log_{tag}(open_{tag}({_bits(spec, i)})))" for i in range(e)]
+    else:  # normal: pairs of uniforms (radius, angle), Box--Muller (mapping.normal_pair)
         extra, params = f", {t} loc, {t} scale", [code, code]
-        body = f"""    for (int p = 0; p < {e // 2}; ++p) {{
-        {t} z0, z1;
-        normal_{tag}({_bits(spec, "2 * p")}, {_bits(spec, "2 * p + 1")}, &z0, &z1);
-        u64 i = first + 2 * p;
-        if (i < n) out[i] = ADD_{tag}(loc, MUL_{tag}(scale, z0));
-        if (i + 1 < n) out[i + 1] = ADD_{tag}(loc, MUL_{tag}(scale, z1));
-    }}"""
+        ub = spec.ubits
+        lines = []
+        for q in range(e // 2):
+            lines += [
+                f"    {u} ka{q} = {_bits(spec, 2 * q + 1)};",
+                f"    {u} j{q} = (ka{q} + (({u})1 << {ub - 3})) >> {ub - 2};  /* quarter turns */",
+                f"    {t} f{q} = MUL_{tag}(({t})(({si})ka{q} - ({si})(j{q} << {ub - 2})), "
+                f"{lit(2.0 ** -ub)});",
+                f"    u32 q{q} = (u32)(j{q} & 3);",
+                f"    {t} r{q} = radius_{tag}({_bits(spec, 2 * q)});",
+                f"    {t} s{q} = sinp_{tag}(f{q}), c{q} = cosp_{tag}(f{q});",
+                f"    {t} cq{q} = (q{q} & 1) ? s{q} : c{q}, sq{q} = (q{q} & 1) ? c{q} : s{q};",
+                f"    {t} z{2 * q} = MUL_{tag}(r{q}, (q{q} == 1 || q{q} == 2) ? -cq{q} : cq{q});",
+                f"    {t} z{2 * q + 1} = MUL_{tag}(r{q}, q{q} >= 2 ? -sq{q} : sq{q});",
+            ]
+        pre = "\n".join(lines) + "\n"
+        values = [f"ADD_{tag}(loc, MUL_{tag}(scale, z{i}))" for i in range(e)]
     src = f"""{_float_helpers(spec) if family != "uniform" else ""}
 KERNEL void rng_{family}_{tag}(GLOBAL {t} *out, u64 n, u32 k0, u32 k1, u64 off{extra}) {{
     u64 b = GID;
     u64 first = b * {e};
     if (first >= n) return;
-    u32 x[4];
-    philox_block(k0, k1, off + b, 0, 0, x);
-{body}
+    PHILOX_BLOCK(k0, k1, off + b, 0, 0, x)
+{pre}{_stores(e, values)}
 }}
 """
     return src, ["ptr", "u8", "u4", "u4", "u8", *params]
 
 
 def _integers_kernel(width: int, wide: bool) -> tuple[str, list[str]]:
+    """Lemire's multiply-shift; a rejected element retries from blocks (b, b >> 32, a, lane)."""
     ot = f"u{width}"
+    lanes = 2 if wide else 4
     if wide:
-        draw = """        u64 v = ((u64)x[2 * l]) | ((u64)x[2 * l + 1] << 32);
-        u64 r = v;
-        if (range != 0) {
-            u64 lo = v * range;
-            r = MULHI64(v, range);
-            for (u32 a = 1; lo < thresh; ++a) {
-                u32 y[4];
-                philox_block(k0, k1, off + b, a, (u32)l, y);
-                for (int c = 0; c < 2 && lo < thresh; ++c) {
-                    v = ((u64)y[2 * c]) | ((u64)y[2 * c + 1] << 32);
-                    lo = v * range;
-                    r = MULHI64(v, range);
-                }
-            }
-        }"""
-        lanes = 2
-    else:
-        draw = """        u64 m = (u64)x[l] * range;
-        for (u32 a = 1; (u32)m < thresh; ++a) {
-            u32 y[4];
-            philox_block(k0, k1, off + b, a, (u32)l, y);
-            for (int c = 0; c < 4 && (u32)m < thresh; ++c) m = (u64)y[c] * range;
+        helper = """
+FN u64 draw64(u64 v, u32 k0, u32 k1, u64 blk, u32 lane, u64 range, u64 thresh) {
+    if (range == 0) return v;
+    u64 lo = v * range;
+    u64 r = MULHI64(v, range);
+    for (u32 a = 1; lo < thresh; ++a) {
+        PHILOX_BLOCK(k0, k1, blk, a, lane, y)
+        v = (((u64)y0) | ((u64)y1 << 32));
+        lo = v * range; r = MULHI64(v, range);
+        if (lo < thresh) {
+            v = (((u64)y2) | ((u64)y3 << 32));
+            lo = v * range; r = MULHI64(v, range);
         }
-        u64 r = m >> 32;"""
-        lanes = 4
+    }
+    return r;
+}
+"""
+        values = [f"({ot})(low + draw64({_u64('x', 2 * i)}, k0, k1, off + b, {i}, range, thresh))"
+                  for i in range(lanes)]
+    else:
+        helper = """
+FN u64 draw32(u32 v, u32 k0, u32 k1, u64 blk, u32 lane, u64 range, u64 thresh) {
+    u64 m = (u64)v * range;
+    for (u32 a = 1; (u32)m < thresh; ++a) {
+        PHILOX_BLOCK(k0, k1, blk, a, lane, y)
+        m = (u64)y0 * range;
+        if ((u32)m < thresh) m = (u64)y1 * range;
+        if ((u32)m < thresh) m = (u64)y2 * range;
+        if ((u32)m < thresh) m = (u64)y3 * range;
+    }
+    return m >> 32;
+}
+"""
+        values = [f"({ot})(low + draw32(x{i}, k0, k1, off + b, {i}, range, thresh))"
+                  for i in range(lanes)]
     name = f"rng_integers{64 if wide else 32}_{ot}"
-    src = f"""
+    src = f"""{helper}
 KERNEL void {name}(GLOBAL {ot} *out, u64 n, u32 k0, u32 k1, u64 off, u64 low, u64 range, u64 thresh) {{
     u64 b = GID;
     u64 first = b * {lanes};
     if (first >= n) return;
-    u32 x[4];
-    philox_block(k0, k1, off + b, 0, 0, x);
-    for (int l = 0; l < {lanes}; ++l) {{
-        u64 i = first + l;
-        if (i >= n) break;
-{draw}
-        out[i] = ({ot})(low + r);
-    }}
+    PHILOX_BLOCK(k0, k1, off + b, 0, 0, x)
+{_stores(lanes, values)}
 }}
 """
     return src, ["ptr", "u8", "u4", "u4", "u8", "u8", "u8", "u8"]
 
 
 _PERM = {
-    "rng_keys": ("""
+    "rng_keys": (f"""
 /* out[t] = the random 64-bit key of element t: words 2l | 2l + 1 of block t / 2 */
-KERNEL void rng_keys(GLOBAL u64 *out, u64 n, u32 k0, u32 k1, u64 off) {
+KERNEL void rng_keys(GLOBAL u64 *out, u64 n, u32 k0, u32 k1, u64 off) {{
     u64 b = GID;
-    if (2 * b >= n) return;
-    u32 x[4];
-    philox_block(k0, k1, off + b, 0, 0, x);
-    for (int l = 0; l < 2 && 2 * b + l < n; ++l)
-        out[2 * b + l] = ((u64)x[2 * l]) | ((u64)x[2 * l + 1] << 32);
-}
+    u64 first = 2 * b;
+    if (first >= n) return;
+    PHILOX_BLOCK(k0, k1, off + b, 0, 0, x)
+{_stores(2, [_u64("x", 0), _u64("x", 2)])}
+}}
 """, ["ptr", "u8", "u4", "u4", "u8"]),
-    "rng_perm_init": ("""
+    "rng_perm_init": (f"""
 /* keys[t] = the random 64-bit key of element t (t < n), all ones for the padding; idx[t] = t */
-KERNEL void rng_perm_init(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 n, u64 p, u32 k0, u32 k1, u64 off) {
+KERNEL void rng_perm_init(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 n, u64 p, u32 k0, u32 k1, u64 off) {{
     u64 b = GID;
-    if (2 * b >= p) return;
-    u32 x[4];
-    philox_block(k0, k1, off + b, 0, 0, x);
-    for (int l = 0; l < 2; ++l) {
-        u64 t = 2 * b + l;
-        if (t >= p) break;
-        keys[t] = t < n ? (((u64)x[2 * l]) | ((u64)x[2 * l + 1] << 32)) : ~(u64)0;
-        idx[t] = (u32)t;
-    }
-}
+    u64 t = 2 * b;
+    if (t >= p) return;
+    PHILOX_BLOCK(k0, k1, off + b, 0, 0, x)
+    keys[t] = t < n ? {_u64("x", 0)} : ~(u64)0;
+    idx[t] = (u32)t;
+    if (t + 1 < p) {{
+        keys[t + 1] = t + 1 < n ? {_u64("x", 2)} : ~(u64)0;
+        idx[t + 1] = (u32)(t + 1);
+    }}
+}}
 """, ["ptr", "ptr", "u8", "u8", "u4", "u4", "u8"]),
     "rng_bitonic": ("""
 /* One compare-exchange stage of a bitonic sort of (key, index) pairs: p / 2 work-items */
@@ -334,6 +364,15 @@ KERNEL void {name}(GLOBAL u{width} *dst, GLOBAL const u{width} *src, GLOBAL cons
     return src, ["ptr", "ptr", "ptr", "u8", "u8", "i8"]
 
 
+_WRITE_REFERENCE = ("""
+/* The bandwidth yardstick of the benchmark: one float32 store per work-item */
+KERNEL void bench_write_f32(GLOBAL float *out, u64 n) {
+    u64 i = GID;
+    if (i < n) out[i] = (float)(u32)i;
+}
+""", ["ptr", "u8"])
+
+
 def _kernel_table() -> dict[str, tuple]:
     """kernel name -> (body builder, float spec needing fp64 helpers or None)."""
     table: dict[str, tuple] = {}
@@ -349,7 +388,7 @@ def _kernel_table() -> dict[str, tuple]:
         for index in ("u32", "i64"):
             table[f"rng_take_u{width}_{index}"] = (
                 functools.partial(_take_kernel, width, index), False)
-    for name, (src, params) in _PERM.items():
+    for name, (src, params) in (*_PERM.items(), ("bench_write_f32", _WRITE_REFERENCE)):
         table[name] = ((lambda s=src, p=params: (s, p)), False)
     return table
 
@@ -429,6 +468,16 @@ def permutation_index(device, out: RawView, keys: RawView, idx: RawView, key: tu
             j //= 2
         k *= 2
     _launch(device, "rng_perm_index", [out.ptr, idx.ptr, n], n)
+
+
+def write_reference(device, out: RawView) -> None:
+    """Store ``float(i)`` into each element of the float32 ``out``, one per work-item.
+
+    The one-item-per-work-item write whose bandwidth the random kernels are
+    measured against (``gpuarrays bench``, group ``random``).
+    """
+    n = int(np.prod(out.shape))
+    _launch(device, "bench_write_f32", [out.ptr, n], n)
 
 
 def take_rows(device, dst: RawView, src: RawView, index: RawView, width: int) -> None:
