@@ -279,7 +279,8 @@ _PRELUDE = r"""
 #define __forceinline__ inline
 #define __global__
 struct GaDim { unsigned x; };
-static const GaDim blockIdx = {0}, blockDim = {1}, threadIdx = {0}, gridDim = {1};
+static GaDim blockIdx = {0};  /* the shim runs one block of one thread per element */
+static const GaDim blockDim = {1}, threadIdx = {0}, gridDim = {1};
 """
 _KERNEL = re.compile(r'extern "C" __global__ void (\w+)\(([^)]*)\)')
 
@@ -306,8 +307,9 @@ class HostKernels:
                     if p.strip().split()[-1].startswith("*"):
                         ctype += " *"
                     args.append(f"*({ctype} *)params[{i}]")
-                shims.append(f'extern "C" void launch_{kname}(void **params) '
-                             f'{{ {kname}({", ".join(args)}); }}\n')
+                shims.append(f'extern "C" void launch_{kname}(void **params, long long count) '
+                             f'{{ for (long long b = 0; b < count; ++b) '
+                             f'{{ blockIdx.x = (unsigned)b; {kname}({", ".join(args)}); }} }}\n')
             cpp.write_text(_PRELUDE + source + "".join(shims))
             subprocess.run(
                 [self.compiler, "-O1", "-fno-strict-aliasing", "-ffp-contract=off", "-shared",
@@ -318,10 +320,12 @@ class HostKernels:
         return lib
 
     def launch(self, source: str, name: str, args: list) -> None:
+        """Run the kernel once per element, as a grid of one-thread blocks (the last
+        argument of every kernel is the element count)."""
         fn = getattr(self.library(source), f"launch_{name}")
-        fn.argtypes = [ctypes.c_void_p]
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_longlong]
         params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
-        fn(ctypes.addressof(params))
+        fn(ctypes.addressof(params), args[-1].value)
 
 
 @pytest.fixture(scope="module")

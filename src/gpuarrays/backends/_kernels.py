@@ -13,8 +13,8 @@ that does not depend on the platform:
 * the numeric types the kernels convert between (:data:`SCALARS`);
 * the kernel-source generator (:func:`bytes_source`, :func:`convert_source`),
   parametrised by a :class:`Dialect`: what a kernel, a helper function and a
-  pointer to device memory look like, how the grid-stride loop starts and
-  steps, how the layout travels, and the platform's float16 and
+  pointer to device memory look like, which element a work-item handles, how
+  the layout travels, and the platform's float16 and
   float-to-integer conversions.
 
 The sources use portable type names (``u8``..``u64``, ``i8``..``i64``) that
@@ -55,6 +55,7 @@ __all__ = [
     "plan_gather",
     "plan_scatter",
     "DeviceOps",
+    "launch_shape",
 ]
 
 
@@ -256,7 +257,7 @@ class Dialect:
     kernel: str  # what precedes ``void`` in a kernel's declaration
     fn: str  # what precedes a helper function's return type
     glob: str  # qualifier (with its space) of a pointer to device memory
-    prelude: str  # typedefs u8..u64, i8..i64; GRID_START, GRID_STEP; layout types if any
+    prelude: str  # typedefs u8..u64, i8..i64; GRID_START (the element); layout types if any
     layout: tuple[str, str]  # kernel parameter ``m``: the layout of one view, of two
     layout_ref: tuple[str, str]  # the same as a helper function's parameter
     shape: str  # extent of axis ``d`` of ``m`` (``ndim`` in scope)
@@ -279,6 +280,7 @@ def _offsets_src(d: Dialect) -> str:
     return f"""
 /* Byte offset of element i (C order) in one view. */
 {d.fn} i64 offset1(i64 i, int ndim, {d.layout_ref[0]}) {{
+    if (ndim == 1) return i * {sa.replace("d]", "0]")};  /* no division on the common path */
     i64 a = 0;
     for (int d = ndim - 1; d >= 0; --d) {{
         i64 n = {d.shape};
@@ -290,6 +292,11 @@ def _offsets_src(d: Dialect) -> str:
 
 /* Byte offsets of element i (C order) in two views of one shape. */
 {d.fn} void offsets2(i64 i, int ndim, {d.layout_ref[1]}, i64 *oa, i64 *ob) {{
+    if (ndim == 1) {{
+        *oa = i * {sa.replace("d]", "0]")};
+        *ob = i * {sb.replace("d]", "0]")};
+        return;
+    }}
     i64 a = 0, b = 0;
     for (int d = ndim - 1; d >= 0; --d) {{
         i64 n = {d.shape};
@@ -305,13 +312,34 @@ def _offsets_src(d: Dialect) -> str:
 
 
 def _kernel(d: Dialect, name: str, params: Sequence[str], body: str, setup: str = "") -> str:
-    """A kernel running ``body`` for every ``i < n`` in a grid-stride loop."""
+    """A kernel running ``body`` for element ``i``, one element per work-item
+    (:func:`launch_shape`)."""
     return f"""
 {d.kernel} void {name}({", ".join(params)}) {{{setup}
-    for (i64 i = GRID_START; i < n; i += GRID_STEP) {{
+    i64 i = GRID_START;
+    if (i < n) {{
 {body}    }}
 }}
 """
+
+
+def launch_shape(hint: str, n: int) -> tuple[int, int]:
+    """(global size, local size) of a kernel over ``n`` elements: one element per work-item.
+
+    The one place that chooses launch shapes, for the data-movement kernels here
+    and the generated compute kernels (docs/kernels.md, "Launch shapes").
+    Measured on this project's 2-core machine, ``a + b`` over 16 M float32 on
+    PoCL 3.1 (``hint == "cpu"``): one element per work-item reaches 19-25 GB/s
+    (machine shared; 35-54 GB/s quiet) with the local size left to the driver,
+    and the same with a fixed 64, 256, 1024 or 4096; the grid-stride loop of
+    2^20 work-items in groups of 64 used before reached 0.5-1.7 GB/s.  A fixed
+    local size is kept because PoCL compiles a work-group function per local
+    size, and a driver-chosen one changes with the global size.  GPUs
+    (``"gpu"``): 256 threads per block, one element per thread, as CuPy's and
+    PyTorch's elementwise kernels (benchmarks/gpu_check.sh measures it).
+    """
+    local = 256
+    return -(-n // local) * local, local
 
 
 def _two_views(d: Dialect) -> list[str]:

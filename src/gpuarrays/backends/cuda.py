@@ -116,8 +116,6 @@ _MEMORYTYPE_DEVICE = 2
 _MEMORYTYPE_UNIFIED = 4
 
 MAX_DIMS = 64  # NumPy's limit; the layout parameter of the kernels has room for it
-_BLOCK = 256  # threads per block
-_BLOCKS_PER_SM = 32  # grid size cap per multiprocessor; kernels loop over the rest
 _VALUE_PARAM_MAX = 2048  # fill values up to this size travel as a kernel parameter
 
 
@@ -185,7 +183,6 @@ _PRELUDE = f"""
 #define MAX_DIMS {MAX_DIMS}
 #define DEV static __device__ __forceinline__
 #define GRID_START ((long long)blockIdx.x * blockDim.x + threadIdx.x)
-#define GRID_STEP ((long long)gridDim.x * blockDim.x)
 
 typedef unsigned char u8;
 typedef unsigned short u16;
@@ -820,13 +817,13 @@ class CudaBackend(DeviceOps):
     def _launch(self, index: int, fn, n: int, args: list) -> None:
         """Launch ``fn`` over ``n`` items; ``args`` are ctypes objects (passed by address)."""
         params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
-        blocks = min(-(-n // _BLOCK), self._attrs[index].sm_count * _BLOCKS_PER_SM)
+        size, block = _kernels.launch_shape("gpu", max(n, 1))  # one element per thread
         d = self._d
         with self._current(index) as state:
             _check(
                 "cuLaunchKernel",
                 d.cuLaunchKernel(
-                    fn, max(blocks, 1), 1, 1, _BLOCK, 1, 1, 0, state.stream,
+                    fn, size // block, 1, 1, block, 1, 1, 0, state.stream,
                     ctypes.addressof(params), 0,
                 ),  # fmt: skip
             )

@@ -10,8 +10,9 @@ the constant kernel arguments and the launch shape -- and every call then only
 passes addresses and scalar values to the back-end's kernel and enqueues it.
 Nothing here waits for the device.
 
-The launch shape is chosen in :func:`launch_shape`, the one place that knows
-the measurements behind it.
+The launch shape comes from ``backends._kernels.launch_shape``, the one place
+that chooses it (for the data-movement kernels too) and records the
+measurements behind it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from itertools import product
 
 import numpy as np
 
-from ...backends._kernels import collapse
+from ...backends._kernels import collapse, launch_shape
 from ...backends.base import RawView
 from . import diskcache
 from .expressions import NIN
@@ -36,23 +37,6 @@ guarantees only 1024 bytes of arguments).  Beyond, the leading ones loop on the 
 
 INDEX32_LIMIT = 2**31 - 1
 """Largest element count and byte extent a 32-bit-index kernel handles (a test lowers it)."""
-
-
-def launch_shape(hint: str, n: int) -> tuple[int, int]:
-    """(global size, local size) for ``n`` elements, one element per work-item.
-
-    Measured on this project's 2-core machine (docs/kernels.md, "Launch shapes"),
-    ``a + b`` over 16 M float32 on PoCL 3.1: one element per work-item reaches
-    19-25 GB/s (machine shared) with the local size left to the driver and the
-    same with a fixed 64, 256, 1024 or 4096; the grid-stride loop of 2^20
-    work-items in groups of 64 reaches 0.5-1.7 GB/s.  A fixed local size is kept
-    on CPU devices because PoCL compiles a work-group function per local size,
-    and with a driver-chosen one every new global size can bring a new one.
-    GPUs: 256 threads per block, one element per thread (CuPy's and PyTorch's
-    elementwise shape; measured by benchmarks/gpu_check.sh on a GPU).
-    """
-    local = 256
-    return -(-n // local) * local, local
 
 
 # The plan of one layout ----------------------------------------------------------------------
