@@ -39,6 +39,9 @@ SECTIONS = (
     ("Array API namespace: constants and inspection", [
         "e", "inf", "nan", "newaxis", "pi", "__array_api_version__", "__array_namespace_info__"]),
     ("Array API namespace: elementwise functions", sorted(ga._compute.elementwise.__all__)),
+    ("Array API namespace: statistics, scans, searching and utility", [
+        "sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum", "cumulative_prod",
+        "argmax", "argmin", "count_nonzero", "all", "any", "diff"]),
     ("Errors and warnings", ["GPUArraysError", "FreedArrayError", "DeviceResetError",
                              "OutOfMemoryError", "UnsupportedDTypeError", "CacheInUseError",
                              "BackendError", "GPUArraysWarning"]),

@@ -306,6 +306,8 @@ def _flat_view(x) -> tuple[np.ndarray, object]:
 def _cpu_reduce(row: Reduction, x, axes, keepdims, result, count, correction) -> None:
     v = cpu_engine.view(x)
     z = cpu_engine.view(result)
+    if len(axes) == v.ndim > 1:
+        axes = None  # NumPy's pairwise path over all axes (a tuple of all axes is slower)
     rd = result._dtype
     acc = accumulator_dtype(rd)
     name = row.name
@@ -316,9 +318,9 @@ def _cpu_reduce(row: Reduction, x, axes, keepdims, result, count, correction) ->
                 kw = {"dtype": acc} if row.typing == "sum" else {}
                 _UFUNCS[name].reduce(v, axis=axes, out=z, keepdims=keepdims, **kw)
             elif name == "count_nonzero":
-                if not axes:
+                if axes == ():
                     np.not_equal(v, 0, out=z, casting="unsafe")
-                elif len(axes) == v.ndim:
+                elif axes is None or len(axes) == v.ndim:
                     z[...] = np.count_nonzero(v)
                 else:
                     nz = v
@@ -329,9 +331,9 @@ def _cpu_reduce(row: Reduction, x, axes, keepdims, result, count, correction) ->
                     np.add.reduce(nz, axis=axes, dtype=_INDEX, out=z, keepdims=keepdims)
             elif name in ("argmax", "argmin"):
                 fn = np.argmax if name == "argmax" else np.argmin
-                if len(axes) == 1:
+                if axes is not None and len(axes) == 1:
                     fn(v, axis=axes[0], out=z, keepdims=keepdims)
-                elif not axes:  # a 0-d array
+                elif axes == ():  # a 0-d array
                     z[...] = 0
                 else:
                     flat, tmp = _flat_view(x)
@@ -359,7 +361,7 @@ def _cpu_moments(name, x, v, z, axes, keepdims, count, correction, acc, temps) -
             np.add.reduce(v, axis=axes, dtype=acc, out=sv, keepdims=keepdims)
             np.true_divide(sv, count, out=z, casting="unsafe")
         return
-    kept = tuple(1 if k in axes else n for k, n in enumerate(v.shape))
+    kept = tuple(1 if axes is None or k in axes else n for k, n in enumerate(v.shape))
     m = _temp(kept, acc, x)
     temps.append(m)
     mv = cpu_engine.view(m)

@@ -10,10 +10,14 @@ the function does not take, ``ValueError``/``AxisError`` for axes (and for
 
 from __future__ import annotations
 
+import numpy as np
+
 from .reductions import reduce, scan
+from .utility import all as all_
+from .utility import any as any_
 
 __all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum",
-           "var"]
+           "var", "reduce_ufunc"]
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):
@@ -64,3 +68,44 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     """The running product along ``axis`` (optional for 1-d ``x``); ``include_initial``
     prepends a 1.  Typed as :func:`sum`."""
     return scan("cumulative_prod", x, axis, dtype, include_initial)
+
+
+_REDUCE = {np.add: sum, np.multiply: prod, np.maximum: max, np.minimum: min,
+           np.logical_and: all_, np.logical_or: any_}
+_ACCUMULATE = {np.add: cumulative_sum, np.multiply: cumulative_prod}
+_NO_VALUE = getattr(np, "_NoValue", None)
+
+
+def reduce_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
+    """NumPy's ``ufunc.reduce``/``ufunc.accumulate`` on a gpuarrays array, else ``NotImplemented``.
+
+    ``np.add.reduce(a, axis=0)`` is ``sum(a, axis=0)`` (NumPy's default axis is 0;
+    ``axis=None`` reduces everything), ``np.maximum.reduce`` is ``max`` and so on;
+    ``np.add.accumulate(a)`` is ``cumulative_sum`` (typed alike in both).  An
+    ``out``, ``initial`` or ``where`` argument, or another ufunc, gives ``NotImplemented``.
+    """
+    table = _REDUCE if method == "reduce" else _ACCUMULATE if method == "accumulate" else None
+    if table is None or ufunc not in table or len(inputs) != 1:
+        return NotImplemented
+    kw = dict(kwargs)
+    out = kw.pop("out", None)
+    if out not in (None, (None,)):
+        return NotImplemented
+    if kw.pop("initial", _NO_VALUE) is not _NO_VALUE or kw.pop("where", True) is not True:
+        return NotImplemented
+    axis = kw.pop("axis", 0)
+    dtype = kw.pop("dtype", None)
+    if method == "reduce":
+        keepdims = kw.pop("keepdims", False)
+        if kw:
+            return NotImplemented
+        fn = table[ufunc]
+        if fn in (max, min, all_, any_):
+            if dtype is not None:
+                return NotImplemented
+            return fn(inputs[0], axis=axis, keepdims=keepdims)
+        return fn(inputs[0], axis=axis, dtype=dtype, keepdims=keepdims)
+    if kw:
+        return NotImplemented
+    x = inputs[0]
+    return table[ufunc](x, axis=axis, dtype=dtype)

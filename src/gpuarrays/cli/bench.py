@@ -23,7 +23,10 @@ Groups:
 * ``workload`` -- the pipeline of ``gpuarrays demo`` without and with a cache;
 * ``random``   -- ``random`` and ``standard_normal`` of 16 M float32 vs NumPy's
   ``default_rng`` and PyTorch CPU (vs a one-item-per-work-item write kernel on
-  device back-ends: docs/random.md, "Speed").
+  device back-ends: docs/random.md, "Speed");
+* ``reduce``   -- ``sum``/``max``/``mean`` over all axes and axis 0 / 1 of a 4096x4096
+  float32 array and of 16 M elements, ``cumulative_sum`` of 1 M and 16 M, vs NumPy,
+  PyTorch CPU and ``pyopencl.array``/``pyopencl.scan`` (docs/reductions.md, "Speed").
 
 Optional libraries (PyTorch, PyOpenCL) are imported lazily; their columns are
 left empty when they are not installed.
@@ -522,10 +525,85 @@ def _bench_random(dev, settings, libs, rows, targets) -> None:
         ns["ref"].free()
 
 
+def _bench_reduce(dev, settings, libs, rows, targets) -> None:
+    """sum/max/mean over all axes and over axis 0/1, cumulative_sum (docs/reductions.md)."""
+    smoke = settings.name == "smoke"
+    side = 256 if smoke else 4096
+    n = side * side
+    few = dataclasses.replace(settings, repeat=min(settings.repeat, 15))
+    torch = libs["torch"]
+    cl = libs["pyopencl"]
+    h2 = np.random.default_rng(0).random((side, side), dtype=np.float32)
+    a2 = ga.asarray(h2, device=dev)
+    ns = {"ga": ga, "np": np, "torch": torch, "dev": dev, "h2": h2, "a2": a2,
+          "h1": h2.reshape(-1), "a1": a2.reshape(-1)}
+    if torch is not None:
+        ns["t2"] = torch.from_numpy(h2)
+        ns["t1"] = ns["t2"].reshape(-1)
+    if cl is not None:
+        ns["cl_array"], ns["queue"] = cl[1], cl[3]
+        ns["c1"] = cl[1].to_device(cl[3], ns["h1"])
+    torch_name = {"sum": "sum", "max": "amax", "mean": "mean"}
+    forms = (("all axes of 4096x4096", "2", None), ("axis 0 of 4096x4096", "2", 0),
+             ("axis 1 of 4096x4096", "2", 1), ("16 M elements", "1", None))
+    device_side = dev.backend != "cpu"
+    for op in ("sum", "max", "mean"):
+        for label, nd, axis in forms:
+            ax = "" if axis is None else f", axis={axis}"
+            tax = "" if axis is None else f", dim={axis}"
+            cases = {
+                "gpuarrays": Case(f"ga.{op}(a{nd}{ax}).free()\ndev.synchronize()", ns),
+                "numpy": Case(f"np.{op}(h{nd}{ax})", ns),
+                "torch": None if torch is None else Case(
+                    f"torch.{torch_name[op]}(t{nd}{tax})", ns),
+                "pyopencl.array": Case(f"cl_array.{op}(c1).get()", ns)
+                if cl is not None and nd == "1" and op != "mean" else None,
+            }
+            times = side_by_side(cases, few)
+            rows.append(Row("reduce", f"{op} {label}" if not smoke else f"{op} {nd}-d {axis}",
+                            "GB/s", {k: None if t is None else 4 * n / t
+                                     for k, t in times.items()}, {"elements": n}))
+            ratio = times["gpuarrays"] / times["numpy"]
+            targets.append(Target(f"reduce: {op} {label}", ratio, 1.25 if device_side else 1.2,
+                                  None, "numpy", "at least 0.8x NumPy's throughput"
+                                  if device_side else "at most 1.2x NumPy's time"))
+            libs["progress"].step(f"reduce {op} {label}")
+    scan = None
+    if cl is not None:
+        from pyopencl.scan import InclusiveScanKernel
+
+        scan = InclusiveScanKernel(cl[2], np.float32, "a+b")
+    for m in ((1 << 12, 1 << 16) if smoke else (1 << 20, 1 << 24)):
+        ns["s1"], ns["g1"] = ns["h1"][:m], ns["a1"][:m]
+        if torch is not None:
+            ns["u1"] = ns["t1"][:m]
+        if scan is not None:
+            ns["scan"] = scan
+            ns["c2"] = cl[1].to_device(cl[3], ns["s1"])
+        cases = {
+            "gpuarrays": Case("ga.cumulative_sum(g1).free()\ndev.synchronize()", ns),
+            "numpy": Case("np.cumsum(s1)", ns),
+            "torch": None if torch is None else Case("torch.cumsum(u1, 0)", ns),
+            "pyopencl.scan": None if scan is None else Case(
+                "scan(c2.copy(), queue=queue)\nqueue.finish()", ns),
+        }
+        times = side_by_side(cases, few)
+        label = f"cumulative_sum {m >> 20} M" if m >= 1 << 20 else f"cumulative_sum {m}"
+        rows.append(Row("reduce", label, "ms", {k: None if t is None else t / 1e6
+                                                for k, t in times.items()}, {"elements": m}))
+        if scan is not None:
+            targets.append(Target(f"reduce: {label} vs pyopencl.scan",
+                                  times["gpuarrays"] / times["pyopencl.scan"], 1.0, None,
+                                  "pyopencl.scan", "at most its time (it copies its input "
+                                  "first: the scan is in place)"))
+        libs["progress"].step(f"reduce {label}")
+    a2.free()
+
+
 _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("fragmentation", _bench_fragmentation, None), ("dlpack", _bench_dlpack, 2),
            ("copy", _bench_copy, None), ("workload", _bench_workload, 2),
-           ("random", _bench_random, 2))
+           ("random", _bench_random, 2), ("reduce", _bench_reduce, 14))
 
 _ALIASES = {"cache": "alloc"}  # the cache group is measured with the alloc group
 

@@ -77,6 +77,9 @@ def choose(hint: str, kept: list, red: list, itemsize: int) -> tuple[str, int, i
     return "group", G, L, U
 
 
+PAD = 4
+"""Kept (and, looping per work-item, reduced) axes a kernel is compiled for at least."""
+
 _INT64_MAX = "((i64)0x7fffffffffffffffL)"
 _BARRIER = {"opencl": "barrier(CLK_LOCAL_MEM_FENCE)", "cuda": "__syncthreads()"}
 _LOCAL = {"opencl": "__local", "cuda": "__shared__"}
@@ -441,6 +444,8 @@ def run(row, x, axes: tuple, result, count: int, correction: float) -> None:
         A = _key(acc_dt)
         combine = row.bool_combine if (raw.dtype.kind == "b" and row.bool_combine) else row.combine
         shift, kept, red = plan(raw.shape, raw.strides, set(axes), ordered=arg)
+        # at least one dim each: fewer distinct kernels (an extent of 1 costs nothing)
+        kept, red = kept or [(1, 0)], red or [(1, 0)]
         n_out = math.prod(n for n, _ in kept)
         n_red = math.prod(n for n, _ in red)
         m_ptr = 0
@@ -455,8 +460,15 @@ def run(row, x, axes: tuple, result, count: int, correction: float) -> None:
         strategy, G, L, U = choose(hint, kept, red, _size(inp))
         if strategy == "block":
             contiguous = kept[0][1] == _size(inp)
-        else:
-            contiguous = len(red) == 1 and red[0][1] == _size(inp)
+        else:  # only the group strategy's per-element offset uses it
+            contiguous = strategy == "group" and len(red) == 1 and red[0][1] == _size(inp)
+        # Leading axes of extent 1 change no offset: padding to PAD axes lets one kernel
+        # serve most layouts (a PoCL build costs about 0.6 s; the group strategy's per-element
+        # offset keeps its exact reduced axes)
+        if strategy != "block":
+            kept = [(1, 0)] * (PAD - len(kept)) + kept
+        if strategy != "group":
+            red = [(1, 0)] * (PAD - len(red)) + red
         out_key = _key(rd)
         common = dict(dialect=dev.backend, row=row.name, combine=combine, map=row.map,
                       finalize=row.finalize, identity=row.identity, acc=A, local=L, unroll=U)

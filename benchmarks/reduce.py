@@ -1,0 +1,31 @@
+"""The reductions benchmark: ``python benchmarks/reduce.py [--device DEVICE] [--json PATH] [--quick]``.
+
+The same as ``gpuarrays bench --only reduce``: sum/max/mean over all axes and axis 0 / 1 of a
+4096x4096 float32 array and of 16 M elements, cumulative_sum of 1 M and 16 M, beside NumPy,
+PyTorch CPU and pyopencl.array / pyopencl.scan (docs/reductions.md, "Speed").  The one
+implementation lives in ``gpuarrays.cli.bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+try:
+    from gpuarrays.cli import bench
+except ImportError:  # a source checkout without an install: use src/
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+    from gpuarrays.cli import bench
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/reduce.py", description=__doc__)
+    bench.add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.only = "reduce"
+    return bench.main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
