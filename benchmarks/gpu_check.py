@@ -375,8 +375,106 @@ def reset(s: Section) -> None:
     s.check("5 resets with live arrays", many_resets)
 
 
+def compute(s: Section) -> None:
+    """Generated elementwise kernels on cuda:0: values, bandwidth vs a device copy, host
+    time per call vs CuPy and PyTorch CUDA, the launcher vs a bare cuLaunchKernel, and
+    the disk cache (docs/kernels.md)."""
+    import subprocess
+
+    import numpy as np
+
+    import gpuarrays as ga
+    from gpuarrays._compute.device import diskcache, launcher
+
+    dev = ga.get_device("cuda:0")
+    rng = np.random.default_rng(0)
+
+    def values():
+        h = rng.standard_normal(1 << 20).astype(np.float32)
+        a = ga.asarray(h, device=dev)
+        worst = 0.0
+        for name, got, want in (("add", a + a, h + h), ("exp", ga.exp(a), np.exp(h)),
+                                ("where", ga.where(a > 0, a, 0), np.where(h > 0, h, 0)),
+                                ("strided", a[::-3] * a[1::3][::-1][: a[::-3].shape[0]],
+                                 h[::-3] * h[1::3][::-1][: h[::-3].shape[0]])):
+            g = got.get()
+            err = float(np.max(np.abs(g - want) / np.maximum(np.abs(want), 1e-30)))
+            if name != "exp" and err:
+                raise AssertionError(f"{name} differs from NumPy (max rel error {err})")
+            worst = max(worst, err)
+        return "ok", f"exp max rel error {worst:.2e}"
+    s.check("elementwise values vs NumPy", values)
+
+    def bandwidth():
+        n = 1 << 26  # 256 MiB per float32 array
+        a, b = ga.ones(n, np.float32, device=dev), ga.ones(n, np.float32, device=dev)
+        c = ga.empty(n, np.float32, device=dev)
+        out = []
+        for label, fn, nbytes in (("a + b", lambda: a + b, 12 * n),
+                                  ("a * 2", lambda: a * 2, 8 * n),
+                                  ("copy (d2d)", lambda: ga.copyto(c, a), 8 * n)):
+            fn()
+            dev.synchronize()
+            t = time.perf_counter()
+            for _ in range(10):
+                fn()
+            dev.synchronize()
+            out.append(f"{label} {nbytes * 10 / (time.perf_counter() - t) / 1e9:.0f}")
+        return "GB/s", "; ".join(out) + " (target: elementwise >= 0.9x the copy)"
+    s.check("64 M float32: elementwise vs copy bandwidth", bandwidth)
+
+    def per_call():
+        h = np.ones(1000, np.float32)
+        a = ga.asarray(h, device=dev)
+        ours = _median_us(lambda: a + a, repeat=500, warmup=50)
+        detail = f"gpuarrays {ours:.1f} us"
+        try:
+            import cupy
+            x = cupy.asarray(h)
+            detail += f"; cupy {_median_us(lambda: x + x, repeat=500, warmup=50):.1f} us"
+        except ImportError:
+            detail += "; cupy not installed"
+        try:
+            import torch
+            t = torch.ones(1000, device="cuda")
+            detail += f"; torch {_median_us(lambda: t + t, repeat=500, warmup=50):.1f} us"
+        except (ImportError, RuntimeError):
+            detail += "; torch CUDA not available"
+        dev.synchronize()
+        return "us", detail + " (target: at most CuPy's, aiming at PyTorch's)"
+    s.check("host time per call, a + a on 1000 float32", per_call)
+
+    def enqueue():
+        a = ga.ones(1000, np.float32, device=dev)
+        out = ga.empty(1000, np.float32, device=dev)
+        f4 = np.dtype(np.float32)
+        view, args = out._raw(), [a._raw(), a._raw()]
+        launcher.elementwise(dev, "add", view, args, [f4, f4])
+        plan = next(iter(p for p in launcher._plans.values() if p.kernel is not None))
+        k = plan.kernel
+        vals = [view.ptr, args[0].ptr, args[1].ptr, *plan.tail]
+        ours = _median_us(lambda: launcher.elementwise(dev, "add", view, args, [f4, f4]))
+        bare = _median_us(lambda: k.launch(vals, plan.gsize, plan.lsize))
+        dev.synchronize()
+        return "us", f"launcher {ours:.2f}, kernel.launch {bare:.2f} (target: within 5 us)"
+    s.check("enqueue path", enqueue)
+
+    def warm_start():
+        code = ("import time, numpy as np, gpuarrays as ga; t = time.perf_counter(); "
+                "a = ga.ones(10, np.float32, device='cuda:0'); "
+                "ga.logaddexp(a, a).get(); print(time.perf_counter() - t)")
+        env = dict(os.environ, GPUARRAYS_KERNEL_CACHE=os.path.join(s.out, "kernel_cache"))
+        times = [float(subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                      capture_output=True, text=True).stdout) for _ in range(2)]
+        cache = diskcache.DiskCache(env["GPUARRAYS_KERNEL_CACHE"])
+        files = len(list(cache.folder.glob("*.bin")))
+        return "s", f"cold {times[0]:.2f}, warm {times[1]:.2f}, {files} cached images"
+    s.check("disk cache: a second process starts warm", warm_start)
+
+
 SECTIONS = {"preflight": preflight, "interop": interop, "cupy_cached": cupy_cached,
-            "alloc_bench": alloc_bench, "bandwidth": bandwidth, "reset": reset}
+            "alloc_bench": alloc_bench, "bandwidth": bandwidth, "reset": reset,
+            "compute": compute}
 
 
 def table(out: str) -> int:

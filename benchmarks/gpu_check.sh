@@ -39,8 +39,11 @@ section preflight 40
 # The shared suite on cuda:0 (the device fixture includes cuda:0 when it loads),
 # plus this back-end's own tests.  -k keeps the cuda parametrisations and the
 # cuda test module; cpu/opencl runs are for CI.
-log "section pytest (limit 200s)"
-timeout --kill-after=10 200 "$PYTHON" -m pytest -q -p no:cacheprovider --maxfail=30 \
+# (the generated kernels' tests compile ~400 kernels with NVRTC on the first run; the
+# disk cache in $OUT keeps a second run short)
+export GPUARRAYS_KERNEL_CACHE="$OUT/kernel_cache"
+log "section pytest (limit 300s)"
+timeout --kill-after=10 300 "$PYTHON" -m pytest -q -p no:cacheprovider --maxfail=30 \
     -k "cuda" --junitxml="$OUT/pytest.xml" tests >"$OUT/pytest.txt" 2>&1
 rc=$?
 log "section pytest exit $rc"
@@ -71,5 +74,6 @@ section cupy_cached 30
 section alloc_bench 45
 section bandwidth 30
 section reset 30
+section compute 120
 
 "$PYTHON" "$HERE/gpu_check.py" table "$OUT" | tee "$OUT/summary.txt"

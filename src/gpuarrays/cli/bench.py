@@ -27,6 +27,9 @@ Groups:
 * ``reduce``   -- ``sum``/``max``/``mean`` over all axes and axis 0 / 1 of a 4096x4096
   float32 array and of 16 M elements, ``cumulative_sum`` of 1 M and 16 M, vs NumPy,
   PyTorch CPU and ``pyopencl.array``/``pyopencl.scan`` (docs/reductions.md, "Speed").
+* ``compute``  -- elementwise ``a + b``, ``a * 2``, ``exp(a)``, ``where(a > 0, a, 0)``
+  at 1 to 16 M float32 vs NumPy, PyTorch, ``pyopencl.array`` and a one-item
+  kernel; the enqueue path; data-movement kernels (cli/bench_compute.py).
 
 Optional libraries (PyTorch, PyOpenCL) are imported lazily; their columns are
 left empty when they are not installed.
@@ -600,10 +603,17 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
     a2.free()
 
 
+def _bench_compute(dev, settings, libs, rows, targets) -> None:
+    from .bench_compute import bench_compute  # its own module, built on this harness
+
+    bench_compute(dev, settings, libs, rows, targets)
+
+
 _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("fragmentation", _bench_fragmentation, None), ("dlpack", _bench_dlpack, 2),
            ("copy", _bench_copy, None), ("workload", _bench_workload, 2),
-           ("random", _bench_random, 2), ("reduce", _bench_reduce, 14))
+           ("random", _bench_random, 2), ("reduce", _bench_reduce, 14),
+           ("compute", _bench_compute, 19))
 
 _ALIASES = {"cache": "alloc"}  # the cache group is measured with the alloc group
 
