@@ -15,10 +15,15 @@ import argparse
 import os
 import sys
 
+# This folder is sys.path[0] when the script runs; a benchmark module here named like a
+# standard module (random.py) would shadow it for everything imported below.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
 try:
     from gpuarrays.cli import bench
 except ImportError:  # a source checkout without an install: use src/
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+    sys.path.insert(0, os.path.join(_HERE, "..", "src"))
     from gpuarrays.cli import bench
 
 
