@@ -12,6 +12,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import gpuarrays as ga
@@ -312,6 +314,11 @@ def test_shuffle_keeps_rows_intact(device):
     got = x.get()
     assert sorted(map(tuple, got.tolist())) == sorted(map(tuple, data.tolist()))
     assert not np.array_equal(got, data)
+    y = ga.asarray(data, device=device)
+    ga.random.default_rng(6, device=device).shuffle(y[1::2])  # in place, through a view
+    got = y.get()
+    np.testing.assert_array_equal(got[0::2], data[0::2])
+    assert sorted(got[1::2, 0].tolist()) == data[1::2, 0].tolist()
 
 
 # results: shapes, pool, caches -------------------------------------------------------
@@ -450,3 +457,78 @@ def test_every_kernel_source_builds_for_opencl(device):
     for name in kernels.KERNEL_NAMES:
         src, params = kernels.source("opencl", name)
         device.impl.compile_kernel(device.index, src, name, params)
+
+
+# cases nobody thought of -----------------------------------------------------------------
+_INT_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+
+
+@st.composite
+def _int_ranges(draw):
+    dt = np.dtype(draw(st.sampled_from(_INT_DTYPES)))
+    info = np.iinfo(dt)
+    lo = draw(st.integers(int(info.min), int(info.max)))
+    last = draw(st.integers(lo, int(info.max)))
+    return dt, lo, last
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=_int_ranges(), n=st.integers(0, 70), seed=st.integers(0, 2**64 - 1))
+def test_any_integer_range_is_identical_everywhere_and_in_range(device, case, n, seed):
+    dt, lo, last = case
+    got = ga.random.default_rng(seed, device=device).integers(lo, last, n, dtype=dt,
+                                                              endpoint=True).get()
+    want = ga.random.default_rng(seed, device=CPU).integers(lo, last, n, dtype=dt,
+                                                            endpoint=True).get()
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == dt and (n == 0 or (got.min() >= lo and got.max() <= last))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(low=st.floats(-1e6, 1e6), width=st.floats(1e-3, 1e6), scale=st.floats(0, 1e3),
+       dt=st.sampled_from([np.float32, np.float64]), n=st.integers(0, 40))
+def test_any_parameters_give_identical_floats_everywhere(device, low, width, scale, dt, n):
+    def draws(dev):
+        g = ga.random.default_rng(5, device=dev)
+        return [bits(g.uniform(low, low + width, n, dtype=dt)),
+                bits(g.normal(low, scale, n, dtype=dt)), bits(g.exponential(scale, n, dtype=dt))]
+    for got, want in zip(draws(device), draws(CPU), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+# regressions --------------------------------------------------------------------------------
+def test_float32_constants_are_valid_c_literals():
+    """``1f`` is not C: every float32 constant of the kernels has a '.' or an exponent."""
+    from gpuarrays._compute.rng.mapping import SPECS
+    spec = SPECS[np.dtype(np.float32)]
+    assert kernels._lit(spec, 1.0) == "1.0f" and kernels._lit(spec, -2) == "-2.0f"
+
+
+def test_no_kernel_parameter_is_named_like_an_opencl_type():
+    """A parameter called ``half`` broke the bitonic kernel's OpenCL build."""
+    import re
+    for name in kernels.KERNEL_NAMES:
+        src, _ = kernels.source("opencl", name)
+        sig = src[src.index(f"void {name}("):].split(")")[0]
+        params = {p.split()[-1].lstrip("*") for p in sig.split("(")[1].split(",")}
+        assert not params & {"half", "float", "double", "int", "char", "short", "long",
+                             "uchar", "ushort", "uint", "ulong", "bool"}, name
+        assert not re.search(r"\bhalf\b", sig)
+
+
+def test_one_generator_from_several_threads_never_repeats_numbers():
+    import threading
+    g = ga.random.default_rng(12, device=CPU)
+    out: list = []
+
+    def work():
+        for _ in range(20):
+            out.append(g.integers(0, 2**64, 8, dtype=np.uint64).get())
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    values = np.concatenate(out)
+    assert values.size == 4 * 20 * 8 and len(np.unique(values)) == values.size
+    assert g.state["counter"] == 4 * 20 * 4

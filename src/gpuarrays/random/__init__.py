@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
 
 import numpy as np
 
@@ -67,16 +68,18 @@ class Generator:
     block counter that each call advances by the blocks it used; it pickles
     (the device travels as its spec; unpickled where no such device exists,
     the generator uses the current device).  ``spawn(n)`` gives independent
-    children.
+    children.  One generator may be used from several threads: a call holds
+    its lock while it takes its blocks, so no two calls share numbers.
     """
 
-    __slots__ = ("_seq", "_key", "_counter", "_device")
+    __slots__ = ("_seq", "_key", "_counter", "_device", "_lock")
 
     def __init__(self, seed=None, *, device=None) -> None:
         self._seq = _seed_sequence(seed)
         self._key = _key(self._seq)
         self._counter = 0
         self._device = None if device is None else get_device(device)
+        self._lock = threading.Lock()
 
     # state ------------------------------------------------------------------------
     @property
@@ -113,6 +116,7 @@ class Generator:
             n_children_spawned=state["n_children_spawned"])
         self._key = _key(self._seq)
         self._counter = state["counter"]
+        self._lock = threading.Lock()
         spec = state["device"]
         self._device = (get_device(spec) if spec is not None
                         and spec in {str(d) for d in devices()} else None)
@@ -136,14 +140,15 @@ class Generator:
     def _fill(self, family: str, shape: tuple, dt: np.dtype, dev: Device, params: tuple):
         n = math.prod(shape)
         nblocks = _rng.blocks(family, dt, n, params)
-        start = self._advance(nblocks)
-        out = new_array(shape, dt, dev, "device")
-        try:
-            _rng.generate(family, out, self._key, start, params)
-        except BaseException:
-            out.free()
-            raise
-        self._counter = start + nblocks
+        with self._lock:
+            start = self._advance(nblocks)
+            out = new_array(shape, dt, dev, "device")
+            try:
+                _rng.generate(family, out, self._key, start, params)
+            except BaseException:
+                out.free()
+                raise
+            self._counter = start + nblocks
         return out
 
     @staticmethod
@@ -243,21 +248,22 @@ class Generator:
         """``out`` (int64, 1-d) = a random permutation of its indices; advances the counter."""
         n = out.shape[0]
         nblocks = _rng.blocks("keys", out.dtype, n)
-        start = self._advance(nblocks)
-        if out.device.backend == "cpu":
-            _rng.permutation_index(out, self._key, start)
-        else:
-            p = _rng.scratch_size(n)
-            keys = new_array((p,), np.dtype(np.uint64), out.device, "device")
-            try:
-                idx = new_array((p,), np.dtype(np.uint32), out.device, "device")
+        with self._lock:
+            start = self._advance(nblocks)
+            if out.device.backend == "cpu":
+                _rng.permutation_index(out, self._key, start)
+            else:
+                p = _rng.scratch_size(n)
+                keys = new_array((p,), np.dtype(np.uint64), out.device, "device")
                 try:
-                    _rng.permutation_index(out, self._key, start, keys, idx)
+                    idx = new_array((p,), np.dtype(np.uint32), out.device, "device")
+                    try:
+                        _rng.permutation_index(out, self._key, start, keys, idx)
+                    finally:
+                        idx.free()
                 finally:
-                    idx.free()
-            finally:
-                keys.free()
-        self._counter = start + nblocks
+                    keys.free()
+            self._counter = start + nblocks
 
     def _index(self, n: int, dev: Device):
         if n >= 1 << 32:
@@ -279,12 +285,16 @@ class Generator:
         if isinstance(x, GPUArray):
             _check_device_arg(x, device)
             src = _rows_source(x, "permutation")
-            index = self._index(x.shape[0], x.device)
             try:
-                out = new_array(x.shape, x.dtype, x.device, "device")
-                _rng.take_rows(out, src, index)
+                index = self._index(x.shape[0], x.device)
+                try:
+                    out = new_array(x.shape, x.dtype, x.device, "device")
+                    _rng.take_rows(out, src, index)
+                finally:
+                    index.free()
             finally:
-                index.free()
+                if src is not x:
+                    src.free()
             return out
         n = _count_arg(x)
         return self._index(n, self._dev(device))
@@ -351,8 +361,12 @@ class Generator:
             return index
         try:
             src = _rows_source(a, "choice")
-            out = new_array(shape + a.shape[1:], a.dtype, dev, "device")
-            _rng.take_rows(out.reshape((k,) + a.shape[1:]), src, index.reshape(k))
+            try:
+                out = new_array(shape + a.shape[1:], a.dtype, dev, "device")
+                _rng.take_rows(out.reshape((k,) + a.shape[1:]), src, index.reshape(k))
+            finally:
+                if src is not a:
+                    src.free()
         finally:
             index.free()
         return out
