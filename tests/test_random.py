@@ -532,3 +532,13 @@ def test_one_generator_from_several_threads_never_repeats_numbers():
     values = np.concatenate(out)
     assert values.size == 4 * 20 * 8 and len(np.unique(values)) == values.size
     assert g.state["counter"] == 4 * 20 * 4
+
+
+def test_generation_works_after_a_device_reset(device):
+    want = bits(ga.random.default_rng(21, device=device).standard_normal(33))
+    perm = ga.random.default_rng(21, device=device).permutation(17).get()
+    ga.device_reset(device)
+    np.testing.assert_array_equal(bits(ga.random.default_rng(21, device=device)
+                                       .standard_normal(33)), want)
+    np.testing.assert_array_equal(ga.random.default_rng(21, device=device).permutation(17).get(),
+                                  perm)
