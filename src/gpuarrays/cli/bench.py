@@ -546,6 +546,12 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
     if cl is not None:
         ns["cl_array"], ns["queue"] = cl[1], cl[3]
         ns["c1"] = cl[1].to_device(cl[3], ns["h1"])
+    cupy = libs["cuda"]["cupy"]
+    if cupy is not None:  # on a GPU: CuPy beside us (the target is 0.9x its throughput)
+        with cupy.cuda.Device(dev.index):
+            ns["cupy"], ns["idx"] = cupy, dev.index
+            ns["x2"] = cupy.asarray(h2)
+            ns["x1"] = ns["x2"].reshape(-1)
     torch_name = {"sum": "sum", "max": "amax", "mean": "mean"}
     forms = (("all axes of 4096x4096", "2", None), ("axis 0 of 4096x4096", "2", 0),
              ("axis 1 of 4096x4096", "2", 1), ("16 M elements", "1", None))
@@ -561,6 +567,8 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
                     f"torch.{torch_name[op]}(t{nd}{tax})", ns),
                 "pyopencl.array": Case(f"cl_array.{op}(c1).get()", ns)
                 if cl is not None and nd == "1" and op != "mean" else None,
+                "cupy": None if cupy is None else Case(
+                    f"cupy.{op}(x{nd}{ax})", ns, _CUPY_SETUP, _CUPY_TEARDOWN),
             }
             times = side_by_side(cases, few)
             rows.append(Row("reduce", f"{op} {label}" if not smoke else f"{op} {nd}-d {axis}",
@@ -570,6 +578,10 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
             targets.append(Target(f"reduce: {op} {label}", ratio, 1.25 if device_side else 1.2,
                                   None, "numpy", "at least 0.8x NumPy's throughput"
                                   if device_side else "at most 1.2x NumPy's time"))
+            if cupy is not None:
+                targets.append(Target(f"reduce: {op} {label} vs CuPy",
+                                      times["gpuarrays"] / times["cupy"], 1 / 0.9, None, "cupy",
+                                      "at least 0.9x CuPy's throughput"))
             libs["progress"].step(f"reduce {op} {label}")
     scan = None
     if cl is not None:
@@ -589,6 +601,8 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
             "torch": None if torch is None else Case("torch.cumsum(u1, 0)", ns),
             "pyopencl.scan": None if scan is None else Case(
                 "scan(c2.copy(), queue=queue)\nqueue.finish()", ns),
+            "cupy": None if cupy is None else Case(
+                f"cupy.cumsum(x1[:{m}])", ns, _CUPY_SETUP, _CUPY_TEARDOWN),
         }
         times = side_by_side(cases, few)
         label = f"cumulative_sum {m >> 20} M" if m >= 1 << 20 else f"cumulative_sum {m}"
