@@ -542,3 +542,11 @@ def test_generation_works_after_a_device_reset(device):
                                        .standard_normal(33)), want)
     np.testing.assert_array_equal(ga.random.default_rng(21, device=device).permutation(17).get(),
                                   perm)
+
+
+def test_the_sort_in_local_memory_gives_the_same_permutations(device, monkeypatch):
+    """The GPU path of the bitonic sort (short stages in local memory), run on this device."""
+    monkeypatch.setattr(kernels, "_SORT_IN_LOCAL", {"cpu": True, "gpu": True})
+    for n in (1, 127, 128, 129, 1000, 5000):
+        same(device, lambda g, n=n: g.permutation(n), seeds=[4])
+    assert {"rng_bitonic_local_128", "rng_bitonic_local_512"} <= set(kernels.KERNEL_NAMES)
