@@ -11,7 +11,8 @@ operation is one correctly rounded IEEE operation as in NumPy.
 
 Kernels are compiled and launched through the back-end's ``compile_kernel``
 and ``launch_hint`` (``backends/base.py``, ``KernelBackend``); one source per
-kernel, built on first use per device.  The permutation sorts random keys
+kernel, built on first use per device (CUDA images go to the disk cache of
+``_compute/device/diskcache.py``).  The permutation sorts random keys
 with a bitonic network of launches (docs/random.md, "Permutations").
 """
 
@@ -22,6 +23,7 @@ import functools
 import numpy as np
 
 from ...backends.base import RawView
+from ..device import diskcache
 from .layout import per_block
 from .mapping import SPECS, FloatSpec
 from .philox import M0, M1, ROUNDS, W0, W1
@@ -476,7 +478,8 @@ def _launch(device, name: str, values: list, items: int, local: int | None = Non
     if items == 0:
         return
     src, params = source(impl.name, name)
-    kernel = impl.compile_kernel(device.index, src, name, params)
+    # CUDA keeps compiled images on disk (the elementwise kernels' cache); OpenCL ignores it
+    kernel = impl.compile_kernel(device.index, src, name, params, cache=diskcache.default())
     local = local or local_size(device)
     kernel.launch(values, -(-items // local) * local, local)
 
