@@ -97,8 +97,10 @@ class Generator:
         n = operator.index(n_children)
         if n < 0:
             raise ValueError(f"spawn() needs a non-negative number of children, got {n}")
+        with self._lock:
+            seqs = self._seq.spawn(n)
         children = []
-        for seq in self._seq.spawn(n):
+        for seq in seqs:
             child = Generator(seq)
             child._device = self._device
             children.append(child)
@@ -250,6 +252,8 @@ class Generator:
         nblocks = _rng.blocks("keys", out.dtype, n)
         with self._lock:
             start = self._advance(nblocks)
+            if n == 0:
+                return
             if out.device.backend == "cpu":
                 _rng.permutation_index(out, self._key, start)
             else:
