@@ -222,7 +222,7 @@ class Generator:
 
         ``high=None`` means [0, low).  Lemire's multiply-shift with rejection:
         a rejected draw is retried from further counter blocks of its own
-        element (docs/random.md, "Integers").  ``ValueError`` for an empty range
+        element (docs/random.md, "From bits to numbers").  ``ValueError`` for an empty range
         or bounds outside ``dtype``; ``dtype`` a signed or unsigned integer type.
         """
         lo, hi = _int_arg("low", low), None if high is None else _int_arg("high", high)

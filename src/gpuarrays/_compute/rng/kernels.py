@@ -13,7 +13,7 @@ Kernels are compiled and launched through the back-end's ``compile_kernel``
 and ``launch_hint`` (``backends/base.py``, ``KernelBackend``); one source per
 kernel, built on first use per device (CUDA images go to the disk cache of
 ``_compute/device/diskcache.py``).  The permutation sorts random keys
-with a bitonic network of launches (docs/random.md, "Permutations").
+with a bitonic network of launches (docs/random.md, "From bits to numbers").
 """
 
 from __future__ import annotations
