@@ -166,15 +166,27 @@ def test_numpy_ufuncs_run_on_the_device(device):
 def test_numpy_ufuncs_the_namespace_lacks_raise_type_error(device):
     a = ga.ones(4, dtype="float32", device=device)
     with pytest.raises(TypeError):
-        np.add.reduce(a)
+        np.subtract.reduce(a)
     with pytest.raises(TypeError):
-        np.add.accumulate(a)
+        np.add.outer(a, a)
+    with pytest.raises(TypeError):
+        np.add.at(a, [0], 1)
     with pytest.raises(TypeError):
         np.degrees(a)
     with pytest.raises(TypeError):
         np.add(a, 1, where=np.array([True, False, True, False]))
     with pytest.raises(TypeError):
         np.add(a, np.ones(4, np.float32))
+
+
+def test_numpy_reduce_and_accumulate_reach_the_reductions(device):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = ga.asarray(x, device=device)
+    r = np.add.reduce(a)
+    assert isinstance(r, ga.GPUArray) and r.device == device
+    np.testing.assert_allclose(r.get(), np.add.reduce(x))
+    np.testing.assert_allclose(np.maximum.reduce(a, axis=1).get(), x.max(axis=1))
+    np.testing.assert_allclose(np.add.accumulate(a, axis=1).get(), np.add.accumulate(x, axis=1))
 
 
 def test_array_namespace(device):

@@ -16,6 +16,7 @@ from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
 from .dispatch import apply
 from .promotion import SCALAR_TYPES
+from .statistical import reduce_ufunc
 from .table import BY_UFUNC, DTYPES, OPS
 
 __all__ = ["install", "API_VERSIONS"]
@@ -65,12 +66,16 @@ _UFUNC_KWARGS = {"casting": "same_kind", "order": "K", "subok": True, "where": T
 
 
 def array_ufunc(a, ufunc, method: str, *inputs, **kwargs):
-    """NumPy's ``__array_ufunc__``: a ufunc the table has, called plainly, runs here.
+    """NumPy's ``__array_ufunc__``: a ufunc the table has, called plainly, runs here;
+    ``reduce``/``accumulate`` of the ufuncs the reductions know run as ``sum``, ``max``,
+    ``cumulative_sum``... (docs/reductions.md).
 
-    ``reduce``, ``accumulate`` and other methods, ufuncs without a row, NumPy
+    Other methods (``outer``, ``at``, ``reduceat``), ufuncs without a row, NumPy
     arrays among the operands and non-default options (``where=``, ``dtype=``
     ...) give ``NotImplemented`` (NumPy then raises ``TypeError``).
     """
+    if method in ("reduce", "accumulate"):
+        return reduce_ufunc(ufunc, method, inputs, kwargs)
     op = BY_UFUNC.get(ufunc)
     if op is None or method != "__call__":
         return NotImplemented
