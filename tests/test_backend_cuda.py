@@ -206,7 +206,7 @@ def test_memset_plan(start, pattern, nbytes, plan):
 def test_conversion_source_has_a_kernel_for_every_destination(src, aligned):
     text = cuda.convert_source(src, *aligned)
     names = re.findall(r'extern "C" __global__ void (\w+)\(', text)
-    assert names == [f"convert_{k}" for k in ALL_KEYS if k != src]
+    assert names == [n for k in ALL_KEYS if k != src for n in (f"convert_{k}", f"convert_{k}_c")]
     assert tuple(names) == cuda.convert_kernel_names(src)
     assert "#include" not in text  # NVRTC without headers
     byte_wise = "x.b[k] = p[k]" in text
@@ -336,14 +336,16 @@ def host(tmp_path_factory):
     return HostKernels(tmp_path_factory, compiler)
 
 
-def _convert(host, src: np.ndarray, dst: np.ndarray, src_aligned=True, dst_aligned=True):
-    """Run ``convert_<dst>`` over two 1-d views, as ``copy_strided`` launches it."""
+def _convert(host, src: np.ndarray, dst: np.ndarray, src_aligned=True, dst_aligned=True,
+             dense=False):
+    """Run ``convert_<dst>`` (``dense``: ``convert_<dst>_c``) over two 1-d views, as
+    ``copy_strided`` launches it."""
     skey, dkey = cuda.scalar_key(src.dtype), cuda.scalar_key(dst.dtype)
     text = cuda.convert_source(skey, src_aligned, dst_aligned)
     layout = cuda._layout([src.size], [dst.strides[0]], [src.strides[0]])
     args = [ctypes.c_uint64(dst.ctypes.data), ctypes.c_uint64(src.ctypes.data), layout,
             ctypes.c_int32(1), ctypes.c_int64(src.size)]
-    host.launch(text, f"convert_{dkey}", args)
+    host.launch(text, f"convert_{dkey}{'_c' if dense else ''}", args)
 
 
 _EDGES = np.array(
@@ -683,3 +685,19 @@ def test_cupy_allocator_refuses_an_unknown_kind():
 def test_no_cuda_array_interface_off_cuda():
     a = ga.zeros(3, device="cpu:0")
     assert not hasattr(a, "__cuda_array_interface__")
+
+
+@pytest.mark.parametrize(("src", "dst"), [("f4", "f8"), ("f8", "i4"), ("c8", "f2"), ("i2", "c16"),
+                                          ("b1", "f4"), ("u8", "b1"), ("f2", "u1"), ("c16", "c8")])
+def test_dense_conversion_kernels_match_the_general_ones(host, src, dst):
+    values = _source_values(src)
+    general = np.zeros(values.size, DTYPES[dst])
+    dense = np.ones(values.size, DTYPES[dst])
+    _convert(host, values, general)
+    _convert(host, values, dense, dense=True)
+    assert _same(dense, general).all()
+    ok = _comparable(values, DTYPES[dst])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = values.astype(DTYPES[dst])
+    assert _same(dense[ok], want[ok]).all()

@@ -137,6 +137,7 @@ class CopyPlan:
     dst_key: str = ""
     src_aligned: bool = True
     dst_aligned: bool = True
+    contiguous: bool = False  # "convert" of two dense 1-d views: the ``convert_<dst>_c`` kernel
 
 
 def plan_copy(dst: RawView, src: RawView, where: str) -> CopyPlan | None:
@@ -160,10 +161,12 @@ def plan_copy(dst: RawView, src: RawView, where: str) -> CopyPlan | None:
     if skey is None or dkey is None:
         raise ValueError(f"{where} cannot convert {src.dtype} to {dst.dtype}")
     s_align, d_align = SCALARS[skey].size, SCALARS[dkey].size
+    dense = not shape or (len(shape) == 1 and dstrides[0] == dst.dtype.itemsize
+                          and sstrides[0] == src.dtype.itemsize)
     return CopyPlan(
         "convert", shape, dstrides, sstrides, n, src_key=skey, dst_key=dkey,
         src_aligned=word(s_align, src.ptr, *sstrides) >= s_align,
-        dst_aligned=word(d_align, dst.ptr, *dstrides) >= d_align,
+        dst_aligned=word(d_align, dst.ptr, *dstrides) >= d_align, contiguous=dense,
     )  # fmt: skip
 
 
@@ -245,8 +248,10 @@ def convert_targets(src_key: str, doubles: bool = True) -> tuple[str, ...]:
 
 
 def convert_kernel_names(dst_keys: Iterable[str]) -> tuple[str, ...]:
-    """The kernels of a conversion program: ``convert_<dst>``."""
-    return tuple(f"convert_{k}" for k in dst_keys)
+    """The kernels of a conversion program: ``convert_<dst>`` (any layout) and
+    ``convert_<dst>_c`` (two dense 1-d views: addresses ``i * itemsize``, which a
+    CPU device's compiler vectorises; about 1.5x faster on PoCL)."""
+    return tuple(name for k in dst_keys for name in (f"convert_{k}", f"convert_{k}_c"))
 
 
 # Dialects -------------------------------------------------------------------------------
@@ -420,8 +425,9 @@ def access_source(d: Dialect, ctype: str, aligned: bool, store: bool) -> str:
     return f"{fn} {ctype} ld_{ctype}({g}const u8 *p) {{ {bytewise} {each} x.b[k] = p[k]; return x.v; }}\n"
 
 
-def _convert_kernel(d: Dialect, src_key: str, dst_key: str) -> str:
-    """``convert_<dst>``: load (re, im), convert with NumPy's unsafe casting, store."""
+def _convert_kernel(d: Dialect, src_key: str, dst_key: str, contiguous: bool = False) -> str:
+    """``convert_<dst>``: load (re, im), convert with NumPy's unsafe casting, store.
+    ``contiguous``: ``convert_<dst>_c``, for two dense 1-d views."""
     s, t = SCALARS[src_key], SCALARS[dst_key]
     ld, st = f"ld_{s.storage}", f"st_{t.storage}"
     # load: re, im (im only for complex sources), in the source's real type
@@ -445,10 +451,12 @@ def _convert_kernel(d: Dialect, src_key: str, dst_key: str) -> str:
     else:
         store = f"{st}(pd, ({t.real})(re));"
     g = d.glob
+    sizes = (2 * t.size if t.kind == "c" else t.size, 2 * s.size if s.kind == "c" else s.size)
+    offsets = (f"        i64 od = i * {sizes[0]}, os = i * {sizes[1]};\n" if contiguous else
+               "        i64 od, os;\n        offsets2(i, ndim, m, &od, &os);\n")
     return _kernel(
-        d, f"convert_{dst_key}", _two_views(d),
-        "        i64 od, os;\n"
-        "        offsets2(i, ndim, m, &od, &os);\n"
+        d, f"convert_{dst_key}{'_c' if contiguous else ''}", _two_views(d),
+        offsets +
         f"        {g}const u8 *ps = src + os;\n"
         f"        {g}u8 *pd = dst + od;\n"
         f"        {load}\n"
@@ -477,7 +485,7 @@ def convert_source(
         d.half_src(doubles),
         access_source(d, s.storage, src_aligned, store=False),
         *(access_source(d, t, dst_aligned, store=True) for t in storages),
-        *(_convert_kernel(d, src_key, k) for k in dst_keys),
+        *(_convert_kernel(d, src_key, k, c) for k in dst_keys for c in (False, True)),
     ]
     return "".join(parts)
 

@@ -872,7 +872,7 @@ class CudaBackend(DeviceOps):
                 ("convert", skey, *aligned),
                 lambda: convert_source(skey, *aligned),
                 convert_kernel_names(skey),
-                f"convert_{plan.dst_key}",
+                f"convert_{plan.dst_key}{'_c' if plan.contiguous else ''}",
             )
         layout = _layout(plan.shape, plan.dst_strides, plan.src_strides)
         args = [ctypes.c_uint64(dst.ptr), ctypes.c_uint64(src.ptr), layout,

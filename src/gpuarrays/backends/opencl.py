@@ -679,7 +679,8 @@ class OpenCLBackend(_kernels.DeviceOps):
             aligned = (plan.src_aligned, plan.dst_aligned)
             key = ("convert", skey, targets, *aligned)
             state, kernel = self._kernel(
-                index, key, lambda: _convert_source(skey, targets, *aligned), f"convert_{dkey}"
+                index, key, lambda: _convert_source(skey, targets, *aligned),
+                f"convert_{dkey}{'_c' if plan.contiguous else ''}"
             )
         meta = np.array(plan.shape + plan.dst_strides + plan.src_strides, np.int64)
         args = [("svm", dst.ptr), ("svm", src.ptr), ("buf", meta), ("int", len(plan.shape)),
