@@ -8,14 +8,20 @@ implementation lives in ``gpuarrays.cli.bench``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+
+# Python puts this script's folder first on the path, and benchmarks/ holds scripts named like
+# standard modules (random.py): keep the folder off the path so the standard library wins.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import argparse  # noqa: E402 -- after the path fix above
 
 try:
     from gpuarrays.cli import bench
 except ImportError:  # a source checkout without an install: use src/
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+    sys.path.insert(0, os.path.join(_HERE, "..", "src"))
     from gpuarrays.cli import bench
 
 
