@@ -6,6 +6,9 @@ import operator
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import SETTINGS
 
 import gpuarrays as ga
 
@@ -205,3 +208,30 @@ def test_operators_on_freed_arrays_raise(device):
     for fn in (lambda: a + b, lambda: b + 1, lambda: -b, lambda: ga.exp(b), lambda: b.__iadd__(1)):
         with pytest.raises(ga.FreedArrayError):
             fn()
+
+
+@SETTINGS
+@given(data=st.data())
+def test_inplace_between_overlapping_slices_matches_numpy(device, data):
+    """``a[s1] <op>= a[s2]`` for any two equal-length slices of one array (overlap, reversal)."""
+    n = data.draw(st.integers(1, 24))
+    length = data.draw(st.integers(1, n))
+
+    def a_slice():
+        step = data.draw(st.sampled_from([1, -1, 2, -2]))
+        span = (length - 1) * abs(step) + 1
+        if span > n:
+            step = 1 if step > 0 else -1
+            span = length
+        start = data.draw(st.integers(0, n - span))
+        return slice(start, start + span, step) if step > 0 else slice(
+            start + span - 1, start - 1 if start else None, step)
+
+    s1, s2 = a_slice(), a_slice()
+    name = data.draw(st.sampled_from(["add", "subtract", "multiply", "bitwise_xor"]))
+    host = np.arange(n, dtype=np.int32) * 3 + 1
+    a = ga.asarray(host, device=device)
+    _INPLACE[name](a[s1], a[s2])
+    view = host[s1]
+    _INPLACE[name](view, host[s2])
+    np.testing.assert_array_equal(a.get(), host, err_msg=f"a[{s1}] {name}= a[{s2}]")

@@ -73,38 +73,39 @@ def _clip(op: Op):
     return clip
 
 
-def _kernel(op: Op):
-    if op.typing == "where":
-        return _where
-    if op.typing == "part":
-        return _part(op)
-    if op.typing == "round":
-        return _round
-    if op.typing == "first":
-        return _clip(op)
-    ufunc = op.ufunc
-
-    def call(z, *xs) -> None:
-        ufunc(*xs, out=z)
-    return call
-
-
+_SPECIAL = {"where": lambda op: _where, "part": _part, "round": lambda op: _round,
+            "first": _clip}
 _kernels: dict[str, object] = {}
+
+
+def _kernel(op: Op):
+    """The rows NumPy has no ufunc for (or types differently), as ``fn(z, *xs)``."""
+    fn = _kernels.get(op.name)
+    if fn is None:
+        fn = _kernels[op.name] = _SPECIAL[op.typing](op)
+    return fn
 
 
 def run(op: Op, out, args: tuple) -> None:
     """``out[...] = op(*args)`` (arrays broadcast by NumPy, scalars as they are)."""
-    fn = _kernels.get(op.name)
-    if fn is None:
-        fn = _kernels[op.name] = _kernel(op)
     z = view(out)
     xs = [view(x) if isinstance(x, ArrayBase) else x for x in args]
     if _extobj_contextvar is None:
         with np.errstate(all="ignore"):
-            fn(z, *xs)
+            _call(op, z, xs)
         return
     token = _extobj_contextvar.set(_QUIET)
     try:
-        fn(z, *xs)
+        if op.typing == "ufunc":
+            op.ufunc(*xs, out=z)
+        else:
+            _kernel(op)(z, *xs)
     finally:
         _extobj_contextvar.reset(token)
+
+
+def _call(op: Op, z, xs) -> None:
+    if op.typing == "ufunc":
+        op.ufunc(*xs, out=z)
+    else:
+        _kernel(op)(z, *xs)

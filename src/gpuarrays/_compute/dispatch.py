@@ -110,8 +110,9 @@ def apply(op: Op, args: tuple, out=None):
     dev = first._storage.device
     kind = first._storage.kind
     for a in arrays:
-        a._live()
         st = a._storage
+        if a._freed or st._reason is not None or not st._epoch.live:  # a._live(), inlined
+            raise a._freed_error()
         if st.device is not dev and st.device != dev:
             raise ValueError(f"{op.name}(): operands are on different devices, {dev} and "
                              f"{st.device}; move one with x.to_device({str(dev)!r})")
@@ -126,7 +127,9 @@ def apply(op: Op, args: tuple, out=None):
         for x, adt in zip(args, arg_dtypes, strict=True):
             if type(x) is int:
                 check_scalar(x, adt)
-    shape = _shape_of(op, arrays)
+    shape = first._shape
+    if len(arrays) > 1:
+        shape = _shape_of(op, arrays)
     if out is not None:
         _check_out(op, out, dev, shape, dt)
         result = out
