@@ -587,7 +587,7 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
     if cl is not None:
         from pyopencl.scan import InclusiveScanKernel
 
-        scan = InclusiveScanKernel(cl[2], np.float32, "a+b")
+        scan = InclusiveScanKernel(cl[2], np.float32, "a+b", neutral="0")
     for m in ((1 << 12, 1 << 16) if smoke else (1 << 20, 1 << 24)):
         ns["s1"], ns["g1"] = ns["h1"][:m], ns["a1"][:m]
         if torch is not None:
