@@ -21,7 +21,7 @@ from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
 from ..backends.base import RawView
 from . import cpu_engine
-from .promotion import SCALAR_TYPES, check_scalar, resolve
+from .promotion import SCALAR_TYPES, check_scalar, integer_limits, resolve
 from .table import DTYPES, Op
 
 __all__ = ["apply", "operand_error"]
@@ -69,17 +69,21 @@ def _check_out(op: Op, out, dev, shape: tuple, dt: np.dtype) -> None:
     dev.require(out._dtype)
 
 
-_typed: dict[tuple, tuple[tuple[np.dtype, ...], np.dtype]] = {}
+_typed: dict[tuple, tuple] = {}
 
 
-def _type_on(op: Op, keys: tuple, dev) -> tuple[tuple[np.dtype, ...], np.dtype]:
-    """Argument and result dtypes of ``op`` on ``dev``, checked against what it holds."""
+def _type_on(op: Op, keys: tuple, dev) -> tuple:
+    """``(argument dtypes, result dtype, int checks)`` of ``op`` on ``dev``, checked against
+    what the device holds; an int check ``(k, lo, hi)`` bounds the Python int operand ``k``."""
     arg_dtypes, dt = resolve(op, keys, dev.info.float64)
     for adt in arg_dtypes:
         dev.require(adt)
     dev.require(dt)
-    _typed[op, keys, id(dev)] = arg_dtypes, dt
-    return arg_dtypes, dt
+    limits = tuple((k, *integer_limits(adt))
+                   for k, (key, adt) in enumerate(zip(keys, arg_dtypes, strict=True))
+                   if key is int and adt.kind in "iu")
+    typed = _typed[op, keys, id(dev)] = arg_dtypes, dt, limits
+    return typed
 
 
 def apply(op: Op, args: tuple, out=None):
@@ -92,14 +96,12 @@ def apply(op: Op, args: tuple, out=None):
     """
     arrays = []
     keys = []
-    ints = False  # a Python int operand, whose value must fit its dtype
     for x in args:
         if isinstance(x, ArrayBase):
             arrays.append(x)
             keys.append(x._dtype)
         elif type(x) in SCALAR_TYPES:
             keys.append(type(x))
-            ints = ints or type(x) is int
         elif isinstance(x, np.generic) and x.dtype in _STRONG_SCALARS:
             keys.append(x.dtype)  # a NumPy scalar keeps its dtype, as in NumPy
         else:
@@ -122,11 +124,10 @@ def apply(op: Op, args: tuple, out=None):
     typed = _typed.get((op, keys, id(dev)))  # devices live for the whole process
     if typed is None:
         typed = _type_on(op, keys, dev)
-    arg_dtypes, dt = typed
-    if ints:
-        for x, adt in zip(args, arg_dtypes, strict=True):
-            if type(x) is int:
-                check_scalar(x, adt)
+    arg_dtypes, dt, limits = typed
+    for k, lo, hi in limits:
+        if not lo <= args[k] <= hi:
+            check_scalar(args[k], arg_dtypes[k])  # raises the OverflowError
     shape = first._shape
     if len(arrays) > 1:
         shape = _shape_of(op, arrays)
@@ -166,16 +167,18 @@ def _launcher():
 def _run_on_device(op: Op, dev, result, args: tuple, arg_dtypes: tuple, given: bool) -> None:
     """Generated kernels; an output overlapping an input (other than exactly) goes through a
     temporary, so the values are NumPy's."""
-    launch = _launcher()
-    out = result._raw()
-    shape = out.shape
+    launch = _launch[0] if _launch else _launcher()
+    shape = result._shape
+    out = RawView(result._storage.ptr + result._offset, shape, result._strides, result._dtype)
     inputs = []
     staged = False
     for x, adt in zip(args, arg_dtypes, strict=True):
-        if isinstance(x, ArrayBase):
-            r = x._raw()
-            if r.shape != shape:
-                r = RawView(r.ptr, shape, broadcast_strides(r.shape, r.strides, shape), r.dtype)
+        if isinstance(x, ArrayBase):  # live: apply checked every operand
+            if x._shape == shape:
+                r = RawView(x._storage.ptr + x._offset, shape, x._strides, x._dtype)
+            else:
+                r = RawView(x._storage.ptr + x._offset, shape,
+                            broadcast_strides(x._shape, x._strides, shape), x._dtype)
             if given and r != out and shares_memory(x, result):
                 staged = True
             inputs.append(r)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .table import Op
 
-__all__ = ["SCALAR_TYPES", "key_of", "resolve", "result_type", "check_scalar"]
+__all__ = ["SCALAR_TYPES", "key_of", "resolve", "result_type", "check_scalar", "integer_limits"]
 
 SCALAR_TYPES = (bool, int, float, complex)
 """Python scalars: weak operands (kernel arguments, never allocations)."""
@@ -105,14 +105,20 @@ def resolve(op: Op, keys: tuple, float64: bool = True) -> tuple[tuple[np.dtype, 
     return found
 
 
-def check_scalar(value: object, dtype: np.dtype) -> None:
-    """``OverflowError`` when a Python ``int`` does not fit the integer ``dtype`` it meets."""
-    if type(value) is not int or dtype.kind not in "iu":
-        return
+def integer_limits(dtype: np.dtype) -> tuple[int, int]:
+    """``(min, max)`` of an integer dtype, as Python ints (cached)."""
     limits = _limits.get(dtype)
     if limits is None:
         info = np.iinfo(dtype)
         limits = _limits[dtype] = (int(info.min), int(info.max))
+    return limits
+
+
+def check_scalar(value: object, dtype: np.dtype) -> None:
+    """``OverflowError`` when a Python ``int`` does not fit the integer ``dtype`` it meets."""
+    if type(value) is not int or dtype.kind not in "iu":
+        return
+    limits = integer_limits(dtype)
     if not limits[0] <= value <= limits[1]:
         raise OverflowError(
             f"Python integer {value} out of bounds for {dtype} (it takes {limits[0]} to "
