@@ -99,19 +99,16 @@ def run(op: Op, out, args: tuple) -> None:
     xs = [view(x) if isinstance(x, ArrayBase) else x for x in args]
     if _extobj_contextvar is None:
         with np.errstate(all="ignore"):
-            _call(op, z, xs)
+            _apply(op, z, xs)
         return
     token = _extobj_contextvar.set(_QUIET)
     try:
-        if op.typing == "ufunc":
-            op.ufunc(*xs, out=z)
-        else:
-            _kernel(op)(z, *xs)
+        _apply(op, z, xs)
     finally:
         _extobj_contextvar.reset(token)
 
 
-def _call(op: Op, z, xs) -> None:
+def _apply(op: Op, z: np.ndarray, xs: list) -> None:
     if op.typing == "ufunc":
         op.ufunc(*xs, out=z)
     else:
