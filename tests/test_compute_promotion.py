@@ -108,3 +108,16 @@ def test_result_type_needs_an_array_or_dtype():
     assert ga.result_type(x, ga.float32) == np.float32
     with pytest.raises(TypeError):
         ga.result_type("float32")
+
+
+def test_typing_for_a_device_without_float64():
+    """What only a Python scalar or an integer division brings in is float32 there."""
+    from gpuarrays._compute.promotion import resolve
+    from gpuarrays._compute.table import OPS
+
+    i4, f4, c8 = np.dtype("i4"), np.dtype("f4"), np.dtype("c8")
+    assert resolve(OPS["divide"], (i4, i4), float64=False) == ((f4, f4), f4)
+    assert resolve(OPS["add"], (i4, float), float64=False) == ((f4, f4), f4)
+    assert resolve(OPS["multiply"], (i4, complex), float64=False) == ((c8, c8), c8)
+    assert resolve(OPS["add"], (f4, float), float64=False) == ((f4, f4), f4)
+    assert resolve(OPS["divide"], (i4, i4), float64=True)[1] == np.float64
