@@ -44,6 +44,7 @@ __all__ = [
     "dtype_class",
     "expression",
     "result_key",
+    "value_arg",
 ]
 
 BOOL, SIGNED, UNSIGNED, REAL, COMPLEX = (
