@@ -214,7 +214,8 @@ def elementwise(device, op: str, out: RawView, inputs: Sequence[RawView | np.nda
     ``ValueError`` for an operation or dtype no kernel handles,
     ``gpuarrays.BackendError`` if the platform fails.
     """
-    desc = [device, op, out.dtype, out.shape, out.strides, out.ptr & 15]
+    # (the back-end object and index rather than the Device: its hash is a Python call)
+    desc = [device.impl, device.index, op, out.dtype, out.shape, out.strides, out.ptr & 15]
     for x in inputs:
         if x.__class__ is RawView:
             desc += (x.dtype, x.strides, x.ptr & 15)
