@@ -102,19 +102,23 @@ def _keep_held(dev) -> None:
     if not held:
         return
     detach = getattr(dev.impl, "detach", None)
-    kept = 0
-    for st in held:
-        if st.block and detach is not None and detach(dev.index, st.ptr):
+    kept = lost = 0
+    for st in held:  # pooled or cached blocks; wrapped memory stays its owner's
+        if not st.block:
+            continue
+        if detach is not None and detach(dev.index, st.ptr):
             st._rehome(_KeptHome(dev.impl, dev.index))
             kept += 1
+        else:
+            lost += 1
     handles = sum(st._holds for st in held)
-    if kept == len(held):
+    if not lost:
         fate = "their memory is kept until they are dropped"
-    elif kept == 0:
+    elif not kept:
         fate = "the reset frees the memory they point at, so do not use them"
     else:
         fate = (f"{kept} of these allocations are kept until they are dropped, the reset "
-                f"frees the others, so do not use those")
+                f"frees the other {lost}, so do not use those")
     warnings.warn(f"device_reset({dev}): {handles} NumPy host view(s) or DLPack capsule(s) "
                   f"still use {len(held)} allocation(s) of this device; gpuarrays cannot "
                   f"revoke them, {fate}; drop them before resetting", GPUArraysWarning,
