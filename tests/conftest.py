@@ -3,7 +3,8 @@
 By default on the first device of each back-end (cpu:0, opencl:0, cuda:0): the
 other devices of a back-end run the same code.  ``GPUARRAYS_TEST_ALL_DEVICES=1``
 runs the suite on every device (several GPUs, or two OpenCL platforms such as
-pip's PoCL beside the system's).
+pip's PoCL beside the system's).  ``GPUARRAYS_TEST_BACKENDS=cpu`` (a comma-separated
+list of back-ends) runs it on those back-ends only.
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ import pytest
 
 import gpuarrays as ga
 
+# GPUARRAYS_TEST_BACKENDS=cpu (a comma-separated list) keeps the device suite to those
+# back-ends: the sanitizer step (.ci/sanitize) runs on cpu:0 only.
+_BACKENDS = [b for b in os.environ.get("GPUARRAYS_TEST_BACKENDS", "").split(",") if b]
+
 DEVICES = [str(d) for d in ga.devices()
-           if d.index == 0 or os.environ.get("GPUARRAYS_TEST_ALL_DEVICES") == "1"]
+           if (d.index == 0 or os.environ.get("GPUARRAYS_TEST_ALL_DEVICES") == "1")
+           and (not _BACKENDS or d.backend in _BACKENDS)]
 
 
 @pytest.fixture(params=DEVICES)

@@ -211,7 +211,12 @@ SCENARIOS = {
         with dev2.memory.lock:
             del h
         stale = ga.zeros(4, device=dev2)
-        ga.device_reset(dev2)
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:  # the capsule outlives the reset
+            warnings.simplefilter("always")
+            ga.device_reset(dev2)
+        assert [str(w.message).count("1 NumPy host view(s) or DLPack capsule(s)")
+                for w in caught] == [1], caught
         new = ga.zeros(4, device=dev2)
     """,
 }

@@ -6,6 +6,9 @@ reinterpretations, transposes ...), writes through views, copies, frees
 (locally, forced, by dropping the last reference), enters and leaves cache
 scopes, frees caches, wraps NumPy memory (cpu), exports through DLPack (when
 the module exists), trims, collects garbage and, rarely, resets the device.
+It also keeps *outside handles* -- host views, capsules consumed late or never,
+consumed capsules whose deleter has not run -- across forced frees, cache frees
+and trims (docs/design.md, "Release": their blocks are quarantined).
 
 The shadow model: every storage has a NumPy byte buffer (its *shadow base*);
 every live array has a NumPy view of that base with the same layout, obtained
@@ -26,7 +29,11 @@ Invariants after every step (``check``):
 - ``reserved_bytes`` equals the bytes the back-end holds for the pool (counted
   by the ``faults.FaultyBackend`` wrapper); no block is freed through the
   back-end twice (a hook on ``free``);
-- host ranges pinned for wraps are exactly those of live wraps.
+- host ranges pinned for wraps are exactly those of live wraps;
+- no two live users -- arrays, host views, capsules, consumers' arrays -- ever
+  address one block unless they share a storage; every outside handle still
+  reads its shadow; ``quarantined_bytes`` is the blocks of freed storages that
+  outside handles hold.
 
 Teardown: after freeing everything, freeing the caches and ``ga.trim``,
 ``used_bytes`` is back to its baseline and every back-end allocation made
@@ -67,6 +74,7 @@ DERIVE_OPS = ["index", "reshape", "view", "transpose", "T", "swapaxes", "squeeze
               "expand_dims", "ravel", "diagonal", "broadcast_to", "real", "imag"]
 MAX_LIVE = 12
 MAX_FREED = 16
+MAX_OUT = 6
 SHAPES = st.lists(st.integers(0, 5), min_size=0, max_size=3).map(tuple)
 
 # Figures of the run, per device: sequences, steps, rules applied.
@@ -80,14 +88,15 @@ class Violation(AssertionError):
 class SRec:
     """One storage of the model: its shadow base and where its memory lives."""
 
-    __slots__ = ("storage", "base", "home", "cache", "host")
+    __slots__ = ("storage", "base", "home", "cache", "host", "freed")
 
     def __init__(self, storage, home: str, cache=None, host=None) -> None:
         self.storage = storage
         self.base = np.zeros(storage.nbytes, np.uint8)
-        self.home = home  # "pool", "cache", "wrap" or "null"
+        self.home = home  # "pool", "cache", "wrap", "null", or "kept" (past a cpu reset)
         self.cache = cache
         self.host = host  # the wrapped NumPy array
+        self.freed = False  # force- or cache-freed (quarantined while outside handles hold it)
 
 
 class Rec:
@@ -99,6 +108,32 @@ class Rec:
         self.arr = arr
         self.shadow = shadow
         self.srec = srec
+
+
+class Out:
+    """An outside handle: a host view, a capsule (consumed late or never), or what a
+    consumer made of a capsule (its deleter pending).  ``shadow``: the layout's shadow."""
+
+    __slots__ = ("obj", "what", "shadow", "srec")
+
+    def __init__(self, obj, what: str, shadow: np.ndarray, srec: SRec) -> None:
+        self.obj = obj
+        self.what = what  # "view", "capsule" or "consumed"
+        self.shadow = shadow
+        self.srec = srec
+
+
+class Producer:
+    """Hands a capsule taken earlier to ``np.from_dlpack`` (consumed late)."""
+
+    def __init__(self, capsule) -> None:
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
 
 
 def _offset(view: np.ndarray, base: np.ndarray) -> int:
@@ -174,6 +209,8 @@ class ReliabilityMachine(RuleBasedStateMachine):
         self.live: list[Rec] = []
         self.freed: list[tuple[object, type, tuple]] = []  # (array, error, message parts)
         self.srecs: dict[int, SRec] = {}  # id(storage) -> SRec
+        self.outs: list[Out] = []
+        self.kept: set[int] = set()  # blocks a cpu reset left to outside handles
         self.caches: list[ga.AllocCache] = []
         self.scopes = contextlib.ExitStack()
         self.scope_caches: list[ga.AllocCache | None] = []
@@ -188,13 +225,24 @@ class ReliabilityMachine(RuleBasedStateMachine):
         s = ga.memory_stats(self.device)
         self.used0 = s["used_bytes"] - s["cache_held_bytes"]
         self.held_other = s["cache_held_bytes"]
+        self.quarantined0 = s["quarantined_bytes"]
 
     def _on_free(self, index, kind, ptr, nbytes) -> None:
         if ptr in self.fb.live:
             return
+        if ptr in self.kept:
+            self.kept.discard(ptr)
+            return
         if self.known.pop(ptr, None) is not None:
             return  # a block from before the run, legitimately freed now
         self.double_frees.append(f"free of 0x{ptr:x} ({nbytes} bytes) that is not allocated")
+
+    def _held(self) -> dict[int, SRec]:
+        """Storages with live users: arrays, or outside handles (maybe quarantined)."""
+        held = dict(self.srecs)
+        for o in self.outs:
+            held.setdefault(id(o.srec.storage), o.srec)
+        return held
 
     def _expected_home(self):
         cache = self.scope_caches[-1] if self.scope_caches else None
@@ -214,7 +262,7 @@ class ReliabilityMachine(RuleBasedStateMachine):
             raise Violation(f"allocation outside any cache not from the pool: {actual!r}")
         if st_.nbytes and home != "wrap":
             lo, hi = st_.ptr, st_.ptr + st_.nbytes
-            for other in self.srecs.values():
+            for other in self._held().values():
                 o = other.storage
                 if o.nbytes and other.home != "wrap" and lo < o.ptr + o.nbytes and o.ptr < hi:
                     raise Violation(f"new storage {st_!r} overlaps live storage {o!r}")
@@ -485,6 +533,7 @@ class ReliabilityMachine(RuleBasedStateMachine):
         rec = self._pick(i)
         srec = rec.srec
         rec.arr.free(force=True)
+        srec.freed = True
         self._storage_released(srec, "forced free")
         for r in [r for r in self.live if r.srec is srec]:
             self._release(r, ga.FreedArrayError, "forced free")
@@ -528,10 +577,14 @@ class ReliabilityMachine(RuleBasedStateMachine):
             self._count("cache_in_use")
             return
         cache.free()
-        for sr in [sr for sr in self.srecs.values() if sr.cache is cache]:
+        served = [sr for sr in self._held().values() if sr.cache is cache]
+        for sr in served:
             self._storage_released(sr, "AllocCache was freed")
         for r in [r for r in self.live if r.srec.cache is cache]:
             self._release(r, ga.FreedArrayError, "AllocCache was freed")
+        for sr in served:  # a buffer outside handles hold goes to the pool when they go
+            sr.freed = True
+            sr.home, sr.cache = "pool", None
         if cache.n_free or cache.n_busy or cache.nbytes:
             raise Violation(f"cache not empty after free(): {cache!r}")
         self._count("cache_free")
@@ -589,6 +642,68 @@ class ReliabilityMachine(RuleBasedStateMachine):
             del n
         self._count("dlpack")
 
+    # rules: outside handles (kept across frees, trims and resets; docs/design.md, "Release")
+    @precondition(lambda self: len(self.outs) < MAX_OUT and any(
+        r.arr.kind in ("host", "unified") for r in self.live))
+    @rule(i=st.integers(0, 100), numpy=st.booleans())
+    def keep_host_view(self, i, numpy) -> None:
+        recs = [r for r in self.live if r.arr.kind in ("host", "unified")]
+        rec = recs[i % len(recs)]
+        v = np.asarray(rec.arr) if numpy else rec.arr.host_view()
+        self.outs.append(Out(v, "view", rec.shadow, rec.srec))
+        self._count("keep_host_view")
+
+    @precondition(lambda self: HAVE_DLPACK and self.live and len(self.outs) < MAX_OUT)
+    @rule(i=st.integers(0, 100))
+    def keep_capsule(self, i) -> None:
+        rec = self._pick(i)
+        try:
+            capsule = rec.arr.__dlpack__(max_version=(1, 0))
+        except BufferError:  # a structured dtype on cpu: NumPy's DLPack cannot describe it
+            return
+        self.outs.append(Out(capsule, "capsule", rec.shadow, rec.srec))
+        self._count("keep_capsule")
+
+    @precondition(lambda self: self.live and len(self.outs) < MAX_OUT)
+    @rule(i=st.integers(0, 100), how=st.sampled_from(["force", "cache", "trim"]))
+    def outside_handle_then_free(self, i, how) -> None:
+        """An outside handle, then a free and a trim it must survive (its block is
+        quarantined): the interleaving the rules above reach only by chance."""
+        rec = self._pick(i)
+        if rec.arr.kind in ("host", "unified"):
+            self.keep_host_view([r for r in self.live if r.arr.kind in ("host", "unified")]
+                                .index(rec), numpy=False)
+        else:
+            self.keep_capsule(self.live.index(rec))
+        cache = rec.srec.cache
+        if how == "cache" and cache is not None and cache not in self.scope_caches:
+            self.free_cache(self.caches.index(cache))
+        elif how != "trim":
+            how = "force"
+            self.force_free(self.live.index(rec))
+        self.trim()
+        self._count(f"outside_then_{how}")
+
+    @precondition(lambda self: any(o.what == "capsule" for o in self.outs))
+    @rule(j=st.integers(0, 100))
+    def consume_capsule_late(self, j) -> None:
+        """Consume a capsule taken earlier -- maybe after its storage was freed."""
+        outs = [o for o in self.outs if o.what == "capsule"]
+        o = outs[j % len(outs)]
+        if self.device.backend == "cpu":
+            o.obj = np.from_dlpack(Producer(o.obj))
+        else:  # ga.from_dlpack keeps the capsule's deleter pending, as a consumer does
+            o.obj = ga.from_dlpack(o.obj)
+        o.what = "consumed"
+        self._count("consume_capsule")
+
+    @precondition(lambda self: self.outs)
+    @rule(j=st.integers(0, 100))
+    def drop_outside(self, j) -> None:
+        self.outs.pop(j % len(self.outs))
+        gc.collect()
+        self._count("drop_outside")
+
     @rule()
     def collect(self) -> None:
         gc.collect()
@@ -608,7 +723,20 @@ class ReliabilityMachine(RuleBasedStateMachine):
         if roll != 13:  # rarely (hypothesis favours small and boundary values)
             return
         dev = self.device
-        ga.device_reset(dev)
+        keeps = getattr(self.fb.real, "detach", None) is not None  # cpu: memory stays
+        if not keeps:
+            self.outs.clear()  # the reset frees their memory: drop them first (the docs say so)
+            gc.collect()
+        held = [o.srec for o in self.outs if o.srec.storage.nbytes]
+        if held:
+            with pytest.warns(ga.GPUArraysWarning, match="kept until they are dropped"):
+                ga.device_reset(dev)
+        else:
+            ga.device_reset(dev)
+        for sr in held:  # past the reset only their outside handles hold them
+            if sr.home in ("pool", "cache"):
+                self.kept.add(sr.storage.ptr)
+            sr.home, sr.cache = "kept", None
         for r in list(self.live):
             self._release(r, ga.DeviceResetError, "was reset")
         self.freed = [(a, ga.DeviceResetError, ("was reset",)) for a, _, _ in self.freed]
@@ -636,10 +764,18 @@ class ReliabilityMachine(RuleBasedStateMachine):
                 note(f"gpu {got!r}\nshadow {r.shadow!r}")
                 raise Violation(f"data of {a.shape} {a.dtype} {a.strides} differs from shadow")
             handles[id(a.storage)] = handles.get(id(a.storage), 0) + 1
-        for key, srec in self.srecs.items():
-            if srec.storage.refcount != handles.get(key, 0):
+        users = self._held()
+        for o in self.outs:
+            handles[id(o.srec.storage)] = handles.get(id(o.srec.storage), 0) + 1
+            self._check_outside(o)
+        for key, srec in users.items():
+            if not srec.storage.nbytes and any(o.srec is srec for o in self.outs):
+                continue  # whether a zero-size export takes a handle is not part of the contract
+            want = 0 if srec.freed or srec.home == "kept" else handles.get(key, 0)
+            if srec.storage.refcount != want:
                 raise Violation(f"refcount {srec.storage.refcount} of {srec.storage!r}, "
-                                f"{handles.get(key, 0)} live arrays use it")
+                                f"{want} live arrays and outside handles use it")
+        self._check_no_alias(users)
         for a, error, why in self.freed:
             if not a.is_freed:
                 raise Violation(f"freed array not freed: {a!r}")
@@ -654,8 +790,16 @@ class ReliabilityMachine(RuleBasedStateMachine):
             repr(a), a.shape, a.strides, a.dtype, a.storage  # metadata keeps working
         # accounting
         s = ga.memory_stats(dev)
-        pooled = sum(round_size(sr.storage.nbytes) for sr in self.srecs.values()
+        pooled = sum(round_size(sr.storage.nbytes) for sr in users.values()
                      if sr.home == "pool")
+        quarantined = sum(round_size(sr.storage.nbytes) for sr in users.values()
+                          if sr.freed and sr.home in ("pool", "cache") and sr.storage.nbytes)
+        if quarantined:
+            self._count("steps_with_quarantine")
+        if s["quarantined_bytes"] != self.quarantined0 + quarantined:
+            raise Violation(f"quarantined_bytes {s['quarantined_bytes']} != {quarantined}, the "
+                            f"blocks of freed storages outside handles hold (+ "
+                            f"{self.quarantined0} from before the run)")
         if s["used_bytes"] - s["cache_held_bytes"] != self.used0 + pooled:
             raise Violation(f"used_bytes {s['used_bytes']} - cache_held_bytes "
                             f"{s['cache_held_bytes']} != baseline {self.used0} + live pooled "
@@ -663,20 +807,20 @@ class ReliabilityMachine(RuleBasedStateMachine):
         mine = 0
         live_blocks = dev.memory.live
         ranges = [(sr.storage.ptr, sr.storage.ptr + sr.storage.nbytes) for sr in
-                  self.srecs.values() if sr.storage.nbytes and sr.home != "wrap"]
-        for sr in self.srecs.values():
+                  users.values() if sr.storage.nbytes and sr.home != "wrap"]
+        for sr in users.values():
             if sr.home in ("pool", "cache") and live_blocks.get(sr.storage.ptr) != round_size(
                     sr.storage.nbytes):
                 raise Violation(f"live storage {sr.storage!r} is not a live pool block")
         for cache in self.caches:
             held, n_free, n_busy = cache.usage(dev)
-            busy = [sr for sr in self.srecs.values() if sr.cache is cache]
+            busy = [sr for sr in users.values() if sr.cache is cache]
             if n_busy != len(busy):
                 raise Violation(f"{cache!r}: {n_busy} busy buffers, {len(busy)} live storages")
             free = cache._snapshot()[0]
             if len(free) != n_free:
                 raise Violation(f"{cache!r}: n_free {n_free} but {len(free)} free buffers")
-            for (mgr, kind, nbytes), (ptr, block, _) in free:
+            for (_mgr, _kind, nbytes), (ptr, block, _) in free:
                 if block != round_size(nbytes) or live_blocks.get(ptr) != block:
                     raise Violation(f"free cache buffer 0x{ptr:x} is not a live block")
                 if any(lo < ptr + nbytes and ptr < hi for lo, hi in ranges):
@@ -695,9 +839,29 @@ class ReliabilityMachine(RuleBasedStateMachine):
         if dev.impl.needs_host_registration:
             pins = set(ga_wrap.pin_count(dev))
             want = {(sr.storage.ptr, sr.storage.ptr + sr.storage.nbytes)
-                    for sr in self.srecs.values() if sr.home == "wrap" and sr.storage.nbytes}
+                    for sr in users.values() if sr.home == "wrap" and sr.storage.nbytes}
             if pins != self.pins0 | want:
                 raise Violation(f"pinned ranges {pins} != live wraps {want} + {self.pins0}")
+
+    def _check_outside(self, o: Out) -> None:
+        """An outside handle reads its shadow: nobody else ever wrote into its block."""
+        if o.what == "capsule":
+            return  # not readable before it is consumed
+        got = o.obj if isinstance(o.obj, np.ndarray) else o.obj.get()
+        if got.tobytes() != np.ascontiguousarray(o.shadow).tobytes():
+            raise Violation(f"an outside {o.what} of {o.srec.storage!r} (freed: {o.srec.freed}) "
+                            f"no longer reads its data: the block was handed out again")
+
+    @staticmethod
+    def _check_no_alias(held: dict[int, SRec]) -> None:
+        """No two storages with live users address one byte (wraps may, on purpose)."""
+        spans = sorted(((sr.storage.ptr, sr.storage.ptr + sr.storage.nbytes, sr)
+                        for sr in held.values() if sr.storage.nbytes and sr.home != "wrap"),
+                       key=lambda span: span[:2])
+        for (_, hi, a), (lo, _, b) in zip(spans, spans[1:], strict=False):
+            if lo < hi:
+                raise Violation(f"two live users address one block: {a.storage!r} "
+                                f"(freed: {a.freed}) and {b.storage!r} (freed: {b.freed})")
 
     # teardown ------------------------------------------------------------------------------
     def teardown(self) -> None:
@@ -705,6 +869,7 @@ class ReliabilityMachine(RuleBasedStateMachine):
         try:
             self.scopes.close()
             self.scope_caches.clear()
+            self.outs.clear()
             for r in list(self.live):
                 r.arr.free()
             self.live.clear()
@@ -722,6 +887,9 @@ class ReliabilityMachine(RuleBasedStateMachine):
                 raise Violation(f"leak: used_bytes {s['used_bytes']} (cache_held "
                                 f"{s['cache_held_bytes']}) after freeing everything, baseline "
                                 f"{self.used0}")
+            if self.kept:
+                raise Violation(f"{len(self.kept)} blocks a reset left to outside handles were "
+                                f"never freed")
             if self.fb.live:
                 raise Violation(f"leak: {len(self.fb.live)} back-end allocations "
                                 f"({self.fb.live_bytes} bytes) never freed")
@@ -734,7 +902,7 @@ class ReliabilityMachine(RuleBasedStateMachine):
 def _broadcasts(src: tuple, dst: tuple) -> bool:
     if len(src) > len(dst):
         return False
-    return all(n in (1, d) for n, d in zip(src[::-1], dst[::-1]))
+    return all(n in (1, d) for n, d in zip(src[::-1], dst[::-1], strict=False))
 
 
 def machine_for(device: ga.Device) -> type[ReliabilityMachine]:

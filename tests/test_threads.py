@@ -283,9 +283,10 @@ def test_threads_with_reset(device, round_no):
     code = ("import sys, json, test_threads as t; "
             f"print('FIGURES', json.dumps(t._run_round(t.ga.get_device({str(device)!r}), "
             f"{round_no})))")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(__file__), os.path.join(os.path.dirname(__file__), "..", "src"),
-         os.environ.get("PYTHONPATH", "")]))
+    # The caller's PYTHONPATH before ../src: the sanitizer step's build is the one imported.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (
+        os.path.dirname(__file__), os.environ.get("PYTHONPATH", ""),
+        os.path.join(os.path.dirname(__file__), "..", "src")) if p))
     try:
         proc = subprocess.run([sys.executable, "-W", "error", "-c", code], env=env,
                               capture_output=True, text=True, timeout=JOIN_TIMEOUT + 60)

@@ -536,3 +536,72 @@ def test_dlpack_export_of_a_wrap_on_cpu(device):
     del a
     gc.collect()
     np.testing.assert_array_equal(m, n)
+
+
+# ------------------------------------------------------------- regressions (issue 15)
+def test_owned_wrap_with_negative_strides_frees_the_allocation_address(device, faulty):
+    ptr = device.impl.allocate(device.index, "device", 80)
+    a = ga.unsafe_wrap(ptr + 72, (10,), np.float64, strides=(-8,), device=device,
+                       kind="device", own=True)
+    assert a.storage.ptr == ptr
+    a[...] = np.arange(10.0)
+    np.testing.assert_array_equal(a[::-1].get(), np.arange(10.0)[::-1])
+    a.free()
+    assert [p for p, _ in faulty.freed] == [ptr]
+
+
+def test_array_form_refuses_a_shape_larger_than_the_source_buffer(device):
+    with pytest.raises(ValueError, match=r"800000 bytes.*buffer of 16 bytes"):
+        ga.unsafe_wrap(np.arange(2.0), (100000,), device=device)
+    with pytest.raises(ValueError, match="outside the source array's buffer"):
+        ga.unsafe_wrap(np.arange(4.0), (2,), strides=(-8,), device=device)
+
+
+def test_array_form_with_dtype_alone_reinterprets_the_whole_buffer_as_numpy_view(device):
+    host = np.arange(8.0)
+    a = ga.unsafe_wrap(host, dtype=np.int32, device=device)
+    expected = host.view(np.int32)
+    assert (a.shape, a.strides) == (expected.shape, expected.strides) == ((16,), (4,))
+    np.testing.assert_array_equal(a.get(), expected)
+    with pytest.raises(ValueError, match="cannot wrap a float64 array"):
+        ga.unsafe_wrap(np.arange(9.0)[::2], dtype=np.int32, device=device)
+
+
+def test_array_form_refuses_own_true_for_a_numpy_array(device):
+    for own in (True, 1, np.True_):
+        with pytest.raises(ValueError, match="belongs to that object"):
+            ga.unsafe_wrap(np.arange(8.0), own=own, device=device)
+
+
+def test_impossible_addresses_are_value_errors(device):
+    for ptr in (-1, 2**80, 2**64):
+        with pytest.raises(ValueError, match="cannot be an address"):
+            ga.pointer_info(ptr, device=device)
+    with pytest.raises(ValueError, match="cannot be an address"):
+        ga.unsafe_wrap(2**80, (1,), device=device, kind="device")
+    with pytest.raises(ValueError, match="cannot be an address"):
+        ga.unsafe_wrap(2**64 - 8, (2,), device=device, kind="device")  # runs past the end
+
+
+def test_storage_owned_whose_truth_raises_propagates_the_error(device):
+    class Undecided:
+        def __bool__(self):
+            raise ZeroDivisionError("no truth value")
+
+    with pytest.raises(ZeroDivisionError, match="no truth value"):
+        ga.Storage(0, 0, device, "device", None, device.memory.epoch, 0, Undecided())
+
+
+def test_cpu_backend_frees_with_the_allocator_it_allocates_with():
+    from gpuarrays.backends import cpu
+
+    def address(fn) -> int:
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
+    process = ctypes.CDLL(None)  # the process's scope: a preloaded allocator comes first
+    assert address(cpu._malloc) == address(process.malloc)
+    assert address(cpu._free) == address(process.free)
+    ptr = _libc.malloc(64)  # the process allocator's memory, owned by a wrap
+    a = ga.unsafe_wrap(ptr, (8,), np.float64, device="cpu:0", kind="host", own=True)
+    a[...] = 1.0
+    a.free()

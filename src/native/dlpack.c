@@ -417,6 +417,23 @@ owner_get_ptr(PyObject *self, void *Py_UNUSED(closure))
     return PyLong_FromVoidPtr(((Owner *)self)->managed);
 }
 
+/* The handle our own export put in manager_ctx (a GPUArray, or the NumPy array of a host
+ * copy), when the consumed capsule is one of ours and not released yet; else None. */
+static PyObject *
+owner_get_handle(PyObject *self, void *Py_UNUSED(closure))
+{
+    Owner *o = (Owner *)self;
+    if (o->managed != NULL && (o->deleter == (void (*)(void *))deleter_v
+                               || o->deleter == (void (*)(void *))deleter_l)) {
+        Block *b = (Block *)o->managed;
+        PyObject *handle = (PyObject *)(b->versioned ? b->m.v.manager_ctx : b->m.l.manager_ctx);
+        if (handle != NULL) {
+            return Py_NewRef(handle);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef owner_methods[] = {
     {"release", owner_release_method, METH_NOARGS,
      "Call the producer's deleter now (once; later calls and the deallocation do nothing)."},
@@ -425,6 +442,8 @@ static PyMethodDef owner_methods[] = {
 
 static PyGetSetDef owner_getset[] = {
     {"ptr", owner_get_ptr, NULL, "Address of the managed tensor (0 once released).", NULL},
+    {"handle", owner_get_handle, NULL,
+     "What a gpuarrays export keeps alive in the capsule (None for other producers).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -80,6 +80,7 @@ from .._memory.devices import devices, get_device
 from .._memory.state import state
 from .._memory.storage import Storage
 from .make import ArrayBase, wrap_storage
+from .transfer import outside_handle
 from .wrap import WrapHome
 
 try:
@@ -299,7 +300,7 @@ def _sync(a: GPUArray, own: tuple[int, int], stream) -> None:
 
 def _capsule_of(a: GPUArray, versioned: bool, device: tuple[int, int], copied: bool):
     """A capsule over ``a`` owning a new handle on its storage (released by the deleter)."""
-    handle = a._derive(a._shape, a._strides, a._offset, a._dtype, a._writeable, a._contig)
+    handle = outside_handle(a)
     flags = (FLAG_IS_COPIED if copied else 0) | (0 if a._writeable else FLAG_READ_ONLY)
     return _capsule(handle, handle._storage.ptr + a._offset, a._shape, a._strides, a._dtype,
                     versioned, flags, device[0], device[1])
@@ -333,8 +334,7 @@ def export(a: GPUArray, *, stream=None, max_version=None, dl_device=None, copy=N
         else:
             flags = -1  # a read-only legacy capsule: refused below
         if flags >= 0:
-            handle = a._derive(a._shape, a._strides, a._offset, a._dtype, a._writeable,
-                               a._contig)  # raises FreedArrayError on a freed array
+            handle = outside_handle(a)  # raises FreedArrayError on a freed array
             return _capsule(handle, st.ptr + a._offset, a._shape, a._strides, a._dtype,
                             versioned, flags, kDLCPU, 0)
     a._live()
@@ -388,7 +388,19 @@ class _Parsed:
 
 def _take(capsule) -> _Parsed:
     """Parse and consume a DLPack capsule (renamed ``used_...``; we own the deleter now)."""
-    return _Parsed(_take_c(capsule))
+    return _Parsed(_check_ours(_take_c(capsule)))
+
+
+def _check_ours(t: tuple) -> tuple:
+    """``t`` (what ``take`` returned), unless it is a capsule of ours whose device was reset.
+
+    Raises ``DeviceResetError``: the memory it names went away with the reset.  The
+    owner dies with the error, so the capsule's handle is released.
+    """
+    handle = t[0].handle
+    if isinstance(handle, ArrayBase) and not handle._storage._epoch.live:
+        raise handle._storage.freed_error(False)
+    return t
 
 
 # Home of imported host memory: no pin, nothing to free; drops the owner (so the
@@ -500,7 +512,7 @@ def from_dlpack(x, *, device=None, copy=None) -> GPUArray:
                 capsule = x.__dlpack__()  # a producer from before max_version
             except AttributeError:
                 return _from_dlpack(x, device, copy)  # says what is missing
-            t = _take_c(capsule)
+            t = _check_ours(_take_c(capsule))
             if t[8] == kDLCPU:
                 owner, dt, ptr, shape, strides, lo, nbytes, writeable, _, _ = t
                 dev = _CPU_DEV or _cpu0()

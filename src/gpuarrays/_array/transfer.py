@@ -27,12 +27,22 @@ HOST_KINDS = ("host", "unified")
 
 
 def _gated(fn):
-    """Run a transfer holding its first array's device gate shared (see ``_gate``)."""
+    """Run a transfer holding its first array's device gate shared (see ``_gate``), and a
+    hold on the storage of every array argument: work in flight holds its memory, so a
+    free racing it (forced, by a cache, from another thread) takes effect only after it
+    (docs/design.md, "Release")."""
 
     @functools.wraps(fn)
     def gated(a, *args):
-        with a._storage.device.gate:
-            return fn(a, *args)
+        with a._storage.device.gate:  # inside it, so a reset never counts these holds
+            held = [x._storage for x in (a, *args) if isinstance(x, ArrayBase)]
+            for st in held:
+                st._hold()
+            try:
+                return fn(a, *args)  # checks liveness after the holds are taken
+            finally:
+                for st in held:
+                    st._unhold()
 
     return gated
 
@@ -205,6 +215,20 @@ def to_device(src, device, kind: str | None):
     return out
 
 
+def outside_handle(a):
+    """A new handle on ``a``'s storage for something gpuarrays cannot revoke: a hold.
+
+    A host view or a DLPack capsule owns it (docs/design.md, "Release"): a forced free
+    or ``cache.free()`` invalidates every array but quarantines the memory until this
+    handle goes.  Raises ``FreedArrayError`` for a freed array.
+    """
+    handle = a._derive(a._shape, a._strides, a._offset, a._dtype, a._writeable, a._contig)
+    if not handle._as_hold():  # freed by another thread since the derive
+        handle.free()
+        raise a._storage.freed_error(False)
+    return handle
+
+
 def host_view(a) -> np.ndarray:
     """NumPy view of host/unified memory, holding a handle while it lives."""
     st = a._live()
@@ -215,7 +239,7 @@ def host_view(a) -> np.ndarray:
             f"kind='host' or kind='unified' for zero-copy host views")
     with st.device.gate:
         st.device.impl.synchronize(st.device.index)
-    handle = a.view()  # the NumPy array owns this handle; it is released when NumPy drops it
+    handle = outside_handle(a)  # the NumPy array owns it; released when NumPy drops it
     return ndarray_at(st.ptr + a.offset, a.shape, a.strides, a.dtype,
                       readonly=not a._writeable, owner=handle)
 

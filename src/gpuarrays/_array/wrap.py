@@ -11,6 +11,7 @@ statistics.
 
 from __future__ import annotations
 
+import ctypes
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,11 +35,24 @@ def pointer_info(ptr: int, device=None) -> PointerInfo | None:
     """What ``device``'s back-end knows about address ``ptr``: kind, device, base, size."""
     if isinstance(ptr, bool) or not isinstance(ptr, (int, np.integer)):
         raise TypeError(f"ptr must be an int address, got {type(ptr).__name__}")
+    ptr = _check_address(int(ptr))
     dev = get_device(device)
-    info = dev.impl.pointer_info(int(ptr))
+    info = dev.impl.pointer_info(ptr)
     if info is None:
         return None
     return PointerInfo(info.kind, _device_of(dev, info.device), info.base, info.size)
+
+
+_MAX_ADDRESS = (1 << (8 * ctypes.sizeof(ctypes.c_void_p))) - 1
+
+
+def _check_address(ptr: int) -> int:
+    """``ptr``, or ``ValueError`` when no address can have that value."""
+    if ptr < 0 or ptr > _MAX_ADDRESS:
+        raise ValueError(f"{ptr} ({ptr:#x}) cannot be an address: addresses run from 0 to "
+                         f"0x{_MAX_ADDRESS:x} on this platform; pass the int address of the "
+                         f"memory (e.g. from a DLPack export or data_ptr)")
+    return ptr
 
 
 def _device_of(dev, index):
@@ -68,6 +82,7 @@ def unsafe_wrap(ptr_or_array, shape=None, dtype=None, *, strides=None, device=No
         raise ValueError(f"unknown memory kind {kind!r}: expected one of "
                          f"{', '.join(repr(k) for k in KINDS)}")
     writeable = True
+    source = None  # the array form's NumPy array
     if isinstance(ptr_or_array, bool):
         raise TypeError("ptr must be an int address or an array, got a bool")
     if isinstance(ptr_or_array, (int, np.integer)):
@@ -79,15 +94,16 @@ def unsafe_wrap(ptr_or_array, shape=None, dtype=None, *, strides=None, device=No
         if own:
             raise ValueError("own=True is only for int addresses: the memory of "
                              f"{type(ptr_or_array).__name__} belongs to that object")
-        host = _as_ndarray(ptr_or_array)
+        host = source = _as_ndarray(ptr_or_array)
         ptr = host.__array_interface__["data"][0]
         writeable = bool(host.flags.writeable)
         owner = host
         dt = normalize_dtype(host.dtype if dtype is None else dtype)
-        if shape is None:
-            shape, strides = host.shape, host.strides if strides is None else strides
-        if dtype is not None and dt != host.dtype and strides is None and shape == host.shape:
-            raise ValueError(f"wrapping a {host.dtype} array as {dt} needs shape= to match")
+        if shape is None and strides is None:
+            view = host if dtype is None else _reinterpret(host, dt)
+            shape, strides = view.shape, view.strides
+        elif shape is None:
+            shape = host.shape
         if kind is None:
             kind = "host"
     shape = normalize_shape(shape)
@@ -104,6 +120,10 @@ def unsafe_wrap(ptr_or_array, shape=None, dtype=None, *, strides=None, device=No
     nbytes = hi - lo
     if ptr < 0:
         raise ValueError(f"ptr must be a non-negative address, got {ptr}")
+    _check_address(ptr + lo if nbytes else ptr)
+    _check_address(ptr + hi - 1 if nbytes else ptr)
+    if source is not None:
+        _check_inside(source, shape, strides, dt, lo, hi)
     if ptr == 0 and nbytes:
         raise ValueError(f"cannot wrap a NULL pointer with a non-zero size ({nbytes} bytes "
                          f"for shape {shape}); only zero-size arrays may use NULL")
@@ -125,10 +145,31 @@ def unsafe_wrap(ptr_or_array, shape=None, dtype=None, *, strides=None, device=No
     if (nbytes and kind == "host" and dev.impl.needs_host_registration and info is not None
             and info.size == 0):
         pinned = pin_registry(dev).pin(dev, ptr + lo, ptr + hi)
-    home = WrapHome(ptr if own else None, pinned)
+    home = WrapHome(ptr + lo if own else None, pinned)  # the allocation, whatever the strides
     storage = Storage(ptr + lo, nbytes, dev, kind, home, dev.memory.epoch, 0, owned=bool(own),
                       owner=owner)
     return wrap_storage(storage, shape, strides, dt, -lo, writeable)
+
+
+def _reinterpret(host: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """``host.view(dt)``: what ``dtype=`` alone asks of the array form."""
+    try:
+        return host.view(dt)
+    except ValueError as e:
+        raise ValueError(f"cannot wrap a {host.dtype} array of shape {host.shape} and strides "
+                         f"{host.strides} as {dt}: {e}; pass shape= and strides=") from None
+
+
+def _check_inside(host: np.ndarray, shape, strides, dt, lo: int, hi: int) -> None:
+    """``ValueError`` unless the layout's bytes ``[lo, hi)`` lie inside ``host``'s buffer."""
+    if hi <= lo:
+        return
+    h_lo, h_hi = extent(host.shape, host.strides, host.itemsize)
+    if lo < h_lo or hi > h_hi:
+        raise ValueError(f"the layout asked for (shape {shape}, strides {strides}, {dt}) "
+                         f"spans {hi - lo} bytes at offsets [{lo}, {hi}), outside the source "
+                         f"array's buffer of {h_hi - h_lo} bytes at [{h_lo}, {h_hi}); pass a "
+                         f"shape and strides that fit")
 
 
 def _as_ndarray(obj) -> np.ndarray:

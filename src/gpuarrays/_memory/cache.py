@@ -73,9 +73,8 @@ class AllocCache(_core.Cache):
             self._drain_locked()
             blocks = self._take_free_locked(None)
             busy = self._take_busy()
-        for st in busy:
-            if st.invalidate(FREED_CACHE):
-                blocks.append((st.device.memory, st.kind, st.ptr, st.block, st._epoch))
+        for st in busy:  # to the pool now, or once no host view or capsule holds it
+            st._release_to(FREED_CACHE, st.device.memory)
         for mgr, kind, ptr, block, epoch in blocks:
             mgr.give_block(kind, ptr, block, epoch)
 

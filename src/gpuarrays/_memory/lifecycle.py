@@ -18,9 +18,11 @@ import warnings
 from collections.abc import Callable
 
 from .._common.errors import GPUArraysError, GPUArraysWarning
+from . import fork as _fork  # noqa: F401 -- registers the fork handler (fork.py)
 from .devices import get_device
 from .pins import forget_pins
 from .state import state
+from .storage import Storage
 
 __all__ = ["device_reset", "register_reset_hook"]
 
@@ -70,11 +72,57 @@ def device_reset(device=None) -> None:
     # No transfer runs under the reset (gate), and no trim or platform allocation
     # interleaves with it (platform lock): nothing touches or frees what it frees.
     with dev.gate.exclusive(), dev.memory.platform_lock:
+        _keep_held(dev)
         dev.memory.new_epoch()
         forget_pins(dev)
         if state.history is not None:
             state.history.record("reset", dev, 0, 0, "")
         dev.impl.reset(dev.index)
+
+
+class _KeptHome:
+    """Home of memory a reset left to the outside handles that still use it: the
+    platform frees it when the last handle goes (docs/design.md, "Reset, fork and exit")."""
+
+    __slots__ = ("impl", "index")
+
+    def __init__(self, impl, index: int) -> None:
+        self.impl = impl
+        self.index = index
+
+    def release_storage(self, storage) -> None:
+        if not state.shutting_down:
+            self.impl.free(self.index, storage.kind, storage.ptr, storage.block)
+
+
+def _keep_held(dev) -> None:
+    """Before a reset: warn about the handles gpuarrays cannot revoke, and keep the
+    memory they use where the back-end can (``detach``: it stays addressable)."""
+    held = [st for st in Storage._held() if st.device is dev and st._epoch.live]
+    if not held:
+        return
+    detach = getattr(dev.impl, "detach", None)
+    kept = lost = 0
+    for st in held:  # pooled or cached blocks; wrapped memory stays its owner's
+        if not st.block:
+            continue
+        if detach is not None and detach(dev.index, st.ptr):
+            st._rehome(_KeptHome(dev.impl, dev.index))
+            kept += 1
+        else:
+            lost += 1
+    handles = sum(st._holds for st in held)
+    if not lost:
+        fate = "their memory is kept until they are dropped"
+    elif not kept:
+        fate = "the reset frees the memory they point at, so do not use them"
+    else:
+        fate = (f"{kept} of these allocations are kept until they are dropped, the reset "
+                f"frees the other {lost}, so do not use those")
+    warnings.warn(f"device_reset({dev}): {handles} NumPy host view(s) or DLPack capsule(s) "
+                  f"still use {len(held)} allocation(s) of this device; gpuarrays cannot "
+                  f"revoke them, {fate}; drop them before resetting", GPUArraysWarning,
+                  stacklevel=3)
 
 
 def _at_exit() -> None:

@@ -15,6 +15,7 @@ from .._common.sizes import format_bytes
 from .devices import get_device
 from .pool import usage_hooks
 from .state import state
+from .storage import quarantined
 
 __all__ = ["memory_stats", "reset_peak_memory_stats", "memory_status", "record_allocations",
            "trim", "set_memory_limit", "synchronize", "Recorder"]
@@ -34,6 +35,7 @@ def memory_stats(device=None) -> dict:
     stats["cache_held_bytes"] = held
     stats["cache_buffers_free"] = n_free
     stats["cache_buffers_busy"] = n_busy
+    stats["quarantined_bytes"] = sum(st.block for st in quarantined(dev))
     return stats
 
 
@@ -82,6 +84,11 @@ def status_text(device=None, top: int = 5) -> str:
         f"{format_bytes(s['limit_bytes'])}, device total {format_bytes(dev.total_memory)}",
         f"  peak used      {format_bytes(s['peak_used_bytes'])}",
     ]
+    held_back = quarantined(dev)
+    if held_back:
+        lines.append(f"  quarantined    {format_bytes(sum(st.block for st in held_back))} in "
+                     f"{len(held_back)} freed allocations that host views or DLPack capsules "
+                     f"still use")
     largest = sorted(list(mgr.live.items()), key=lambda item: -item[1])[:top]
     if largest:
         lines.append("  largest live allocations:")

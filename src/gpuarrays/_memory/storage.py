@@ -19,12 +19,15 @@ from .. import _core
 from .._common.errors import DeviceResetError, FreedArrayError
 from .._core import Epoch
 
-__all__ = ["Storage", "Epoch", "FREED_LOCAL", "FREED_FORCED", "FREED_CACHE"]
+__all__ = ["Storage", "Epoch", "FREED_LOCAL", "FREED_FORCED", "FREED_CACHE", "quarantined"]
 
 FREED_LOCAL = _core.FREED_LOCAL  # "local": the reasons the core itself sets
 FREED_FORCED = _core.FREED_FORCED  # "forced"
 FREED_CACHE = "cache"
 FREED_RESET = "reset"
+
+# Epochs that os.fork() ended in this (child) process (fork.py).
+FORKED_EPOCHS: list[Epoch] = []
 
 _WHY = {
     FREED_LOCAL: "it was released by free() on this array (or by garbage collection)",
@@ -48,6 +51,12 @@ class Storage(_core.Storage):
     def freed_error(self, local: bool) -> FreedArrayError:
         """The error for using an array over this storage (``local``: that array was freed)."""
         if not self._epoch.live:
+            if any(self._epoch is e for e in FORKED_EPOCHS):
+                return DeviceResetError(
+                    f"Attempt to use a freed array: it was inherited from the parent process "
+                    f"through os.fork(), and device {self.device} cannot be used in a forked "
+                    f"child; start worker processes with multiprocessing's 'spawn' or "
+                    f"'forkserver' start method")
             return DeviceResetError(
                 f"Attempt to use a freed array: device {self.device} was reset "
                 f"(ga.device_reset) after this array was allocated; allocate a new array"
@@ -62,6 +71,16 @@ class Storage(_core.Storage):
 
 
 _core.configure(storage_type=Storage)
+
+
+def quarantined(device) -> list[Storage]:
+    """The storages of ``device`` freed while host views or capsules still hold them.
+
+    Their memory goes back to its home when the last such handle goes
+    (docs/design.md, "Release"); until then it counts in ``used_bytes``.
+    """
+    return [st for st in Storage._held()
+            if st._quarantined and st.device is device and st._epoch.live]
 
 
 class NullHome:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import ctypes.util
 import os
 import threading
 
@@ -21,11 +20,14 @@ from .._common.errors import BackendError
 from .._common.raw import extent, ndarray_at
 from .base import KINDS, BackendOutOfMemory, DeviceInfo, PointerInfo, RawView
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-_malloc = _libc.malloc
+# The process's malloc and free, both resolved the same way (the global symbol scope):
+# with a preloaded allocator (ASan, jemalloc, tcmalloc) both are its own, so memory
+# from it -- an own=True wrap of the process allocator's memory -- is freed by it.
+_process = ctypes.CDLL(None)
+_malloc = _process.malloc
 _malloc.restype = ctypes.c_void_p
 _malloc.argtypes = [ctypes.c_size_t]
-_free = _libc.free
+_free = _process.free
 _free.restype = None
 _free.argtypes = [ctypes.c_void_p]
 _memmove = ctypes.memmove
@@ -52,6 +54,7 @@ class CpuBackend:
 
     name = "cpu"
     needs_host_registration = True  # tracked only, so the shared pin logic is exercised
+    survives_fork = True  # the C allocator works in a forked child (docs/design.md, "Reset, fork and exit")
 
     def __init__(self) -> None:
         # Re-entrant: free() may run in a finalizer that interrupts this thread inside
@@ -93,6 +96,17 @@ class CpuBackend:
             if self._allocs.pop(ptr, None) is not None:
                 del self._starts[bisect.bisect_left(self._starts, ptr)]
         _free(ptr)
+
+    def detach(self, index: int, ptr: int) -> bool:
+        """Stop tracking ``ptr`` so that ``reset`` leaves it; ``free`` still frees it.
+
+        True: host memory stays addressable, so the core can keep a range that outside
+        handles still use past a reset (docs/design.md, "Reset, fork and exit").
+        """
+        with self._lock:
+            if self._allocs.pop(ptr, None) is not None:
+                del self._starts[bisect.bisect_left(self._starts, ptr)]
+        return True
 
     def mem_info(self, index: int) -> tuple[int, int]:
         return _physical_memory()

@@ -3,9 +3,12 @@
  * finalizer, which never raises (docs/design.md, "Release").  Also _core.make().
  *
  * The `freed` flag is set before the handle goes, so an array never uses memory
- * its own release gave back.
+ * its own release gave back.  An array can be a *hold* (_as_hold(): the handle a
+ * host view or a DLPack capsule owns): its release also lets go of the hold, which
+ * may end a quarantine (storage.c).
  *
- * May call: storage.c (ga_storage_decref, ga_storage_claim, ga_storage_give_back).
+ * May call: storage.c (ga_storage_decref, ga_storage_release, ga_storage_hold,
+ * ga_storage_unhold).
  */
 #include "core.h"
 
@@ -13,9 +16,19 @@ typedef struct {
     PyObject_HEAD
     StorageObject *storage;
     PyObject *shape, *strides, *offset, *dtype, *contig;
-    char writeable, freed;
+    char writeable, freed, hold;
     PyObject *weakreflist;
 } ArrayObject;
+
+/* Release a's handle (its freed flag is set): a hold's goes with the hold. */
+static int array_drop_handle(ArrayObject *a)
+{
+    if (a->hold) {
+        a->hold = 0;
+        return ga_storage_unhold(a->storage);
+    }
+    return ga_storage_decref(a->storage);
+}
 
 /* A new array taking one handle on `st` (steals nothing). */
 PyObject *ga_array_make(StorageObject *st, PyObject *shape, PyObject *strides,
@@ -61,7 +74,7 @@ static void array_release_quietly(ArrayObject *a)
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     a->freed = 1; /* set before the handle goes (GPUArrays.jl's lesson) */
-    if (ga_storage_decref(a->storage) < 0) {
+    if (array_drop_handle(a) < 0) {
         /* a finalizer never raises: report as a warning (or drop it) */
         PyObject *t, *v, *b;
         PyErr_Fetch(&t, &v, &b);
@@ -133,19 +146,35 @@ static PyObject *Array_free(ArrayObject *self, PyObject *const *args, Py_ssize_t
             return NULL;
     }
     StorageObject *st = self->storage;
-    if (!self->freed) {
-        self->freed = 1; /* set before the handle goes */
-        if (!force) {
-            if (ga_storage_decref(st) < 0)
-                return NULL;
-            Py_RETURN_NONE;
-        }
-        if (st->handles > 0)
-            st->handles--;
+    int was_live = !self->freed;
+    self->freed = 1; /* set before the handle goes */
+    if (!force) {
+        if (was_live && array_drop_handle(self) < 0)
+            return NULL;
+        Py_RETURN_NONE;
     }
-    if (force && ga_storage_claim(st, ga_str_forced) && ga_storage_give_back(st) < 0)
+    int was_hold = was_live && self->hold;
+    if (was_live && !was_hold && st->handles > 0)
+        st->handles--;
+    /* The memory goes back now, or is quarantined while holds remain; this array's
+     * own hold, if it is one, goes after the claim so that it can end the quarantine. */
+    if (ga_storage_release(st, ga_str_forced) < 0)
+        return NULL;
+    if (was_hold && array_drop_handle(self) < 0)
         return NULL;
     Py_RETURN_NONE;
+}
+
+static PyObject *Array_as_hold(ArrayObject *self, PyObject *Py_UNUSED(ignored))
+{
+    StorageObject *st = self->storage;
+    if (self->freed || st->reason != Py_None || !ga_epoch_live(st->epoch))
+        Py_RETURN_FALSE;
+    if (!self->hold) {
+        self->hold = 1;
+        ga_storage_hold(st);
+    }
+    Py_RETURN_TRUE;
 }
 
 static PyMethodDef Array_methods[] = {
@@ -154,6 +183,9 @@ static PyMethodDef Array_methods[] = {
      "Release this array's handle now (idempotent).\n\n"
      "``force=True`` releases the memory itself: every array sharing the storage becomes "
      "freed (``FreedArrayError`` on use)."},
+    {"_as_hold", (PyCFunction)Array_as_hold, METH_NOARGS,
+     "Make this array's handle a hold (owned by a host view or a DLPack capsule, which "
+     "gpuarrays cannot revoke): False if its storage is freed already."},
     {NULL}};
 
 static PyMemberDef Array_members[] = {

@@ -74,12 +74,18 @@ typedef struct {
     PyObject *generation;
 } EpochObject;
 
-typedef struct {
+typedef struct StorageObject {
     PyObject_HEAD
     PyObject *ptr, *nbytes, *device, *kind, *owned, *owner, *block;
     PyObject *epoch, *home, *reason;
     Py_ssize_t handles; /* live handles: arrays (and what they hand out) */
     char token;         /* 1 while the right to give the memory back is unclaimed */
+    /* holds: the handles gpuarrays cannot revoke (host views, DLPack capsules) and the
+     * work in flight; while any is left a claimed token quarantines the memory instead
+     * of giving it back (storage.c).  Storages with holds are on one list. */
+    char quarantined;
+    Py_ssize_t holds;
+    struct StorageObject *held_prev, *held_next;
     PyObject *weakreflist;
     /* served by a cache: its buffer entry, the list it goes back to, its busy slot */
     PyObject *served, *served_in;
@@ -215,6 +221,12 @@ int ga_storage_give_back(StorageObject *st);
 int ga_storage_decref(StorageObject *st);
 /* Claim the token with `reason`; 1 if this call won it. */
 int ga_storage_claim(StorageObject *st, PyObject *reason);
+/* Claim the token and give the memory back, or quarantine it while holds remain. */
+int ga_storage_release(StorageObject *st, PyObject *reason);
+/* One more hold (the caller already counts a handle for it). */
+void ga_storage_hold(StorageObject *st);
+/* A hold and its handle go; the last hold ends a quarantine. */
+int ga_storage_unhold(StorageObject *st);
 
 /* ---------------------------------------------------------------- array.c */
 

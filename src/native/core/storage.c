@@ -9,6 +9,14 @@
  * storage's home: a Pool, a Cache, or any object with release_storage(storage).
  * A dead epoch (a reset) counts as freed too.
  *
+ * Holds (docs/design.md, "Release"): some handles cannot be revoked -- a NumPy host
+ * view, a DLPack capsule, a consumed capsule whose deleter has not run -- and work in
+ * flight (a transfer, copy, fill or kernel) must not see its memory reused under it.
+ * Such a handle is also a hold.  A forced free or cache.free() that claims the token
+ * while holds remain invalidates every array as usual but *quarantines* the memory:
+ * it goes back to its home when the last hold goes.  Storages with holds are on one
+ * list (Storage._held()), for memory_stats and device_reset.
+ *
  * May call: lock.c (ga_epoch_live), pool.c (ga_pool_give_block), cache.c
  * (ga_cache_release, ga_storage_unbusy, ga_storage_return_orphan).
  */
@@ -46,6 +54,9 @@ static PyObject *Storage_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                                      &ptr, &PyLong_Type, &nbytes, &device, &kind, &home,
                                      &ga_EpochType, &epoch, &PyLong_Type, &block, &owned, &owner))
         return NULL;
+    int is_owned = PyObject_IsTrue(owned); /* may raise: the error propagates */
+    if (is_owned < 0)
+        return NULL;
     StorageObject *st = (StorageObject *)type->tp_alloc(type, 0);
     if (st == NULL)
         return NULL;
@@ -53,7 +64,7 @@ static PyObject *Storage_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     st->nbytes = Py_NewRef(nbytes);
     st->device = Py_NewRef(device);
     st->kind = Py_NewRef(kind);
-    st->owned = Py_NewRef(PyObject_IsTrue(owned) ? Py_True : Py_False);
+    st->owned = Py_NewRef(is_owned ? Py_True : Py_False);
     st->owner = Py_NewRef(owner);
     st->block = Py_NewRef(block);
     st->epoch = Py_NewRef(epoch);
@@ -85,10 +96,26 @@ static int Storage_clear(StorageObject *self)
     return 0;
 }
 
+/* The list of storages with holds (borrowed: every hold keeps its storage alive). */
+static StorageObject *held_head;
+
+static void held_unlink(StorageObject *st)
+{
+    if (st->held_prev)
+        st->held_prev->held_next = st->held_next;
+    else if (held_head == st)
+        held_head = st->held_next;
+    if (st->held_next)
+        st->held_next->held_prev = st->held_prev;
+    st->held_prev = st->held_next = NULL;
+}
+
 static void Storage_dealloc(StorageObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    if (self->holds > 0) /* cannot happen while a hold keeps it alive; never dangle */
+        held_unlink(self);
     if (self->token && self->handles == 0 && self->home)
         ga_storage_return_orphan(self);
     if (self->weakreflist)
@@ -149,6 +176,50 @@ int ga_storage_claim(StorageObject *st, PyObject *reason)
     return 1;
 }
 
+/* The token is claimed: give the memory back now, or when the last hold goes. */
+static int give_back_or_quarantine(StorageObject *st)
+{
+    if (st->holds > 0) {
+        st->quarantined = 1;
+        return 0;
+    }
+    return ga_storage_give_back(st);
+}
+
+/* Claim the token and give the memory back, or quarantine it while holds remain. */
+int ga_storage_release(StorageObject *st, PyObject *reason)
+{
+    if (!ga_storage_claim(st, reason))
+        return 0;
+    return give_back_or_quarantine(st);
+}
+
+/* One more hold (the caller already counts a handle for it). */
+void ga_storage_hold(StorageObject *st)
+{
+    if (st->holds++ == 0) {
+        st->held_prev = NULL;
+        st->held_next = held_head;
+        if (held_head)
+            held_head->held_prev = st;
+        held_head = st;
+    }
+}
+
+/* A hold and its handle go; the last hold ends a quarantine. */
+int ga_storage_unhold(StorageObject *st)
+{
+    int rc = 0;
+    if (st->holds > 0 && --st->holds == 0) {
+        held_unlink(st);
+        if (st->quarantined) {
+            st->quarantined = 0;
+            rc = ga_storage_give_back(st);
+        }
+    }
+    return ga_storage_decref(st) < 0 ? -1 : rc;
+}
+
 static PyObject *Storage_decref(StorageObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (ga_storage_decref(self) < 0)
@@ -160,9 +231,69 @@ static PyObject *Storage_release(StorageObject *self, PyObject *reason)
 {
     if (!ga_storage_claim(self, reason))
         Py_RETURN_FALSE;
-    if (ga_storage_give_back(self) < 0)
+    if (give_back_or_quarantine(self) < 0)
         return NULL;
     Py_RETURN_TRUE;
+}
+
+static int rehome(StorageObject *self, PyObject *home)
+{
+    ga_storage_unbusy(self); /* out of a cache's busy array before it stops being home */
+    Py_INCREF(home);
+    Py_XSETREF(self->home, home);
+    return 0;
+}
+
+static PyObject *Storage_release_to(StorageObject *self, PyObject *const *args,
+                                    Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_release_to(reason, home) takes 2 arguments");
+        return NULL;
+    }
+    if (!ga_storage_claim(self, args[0])) {
+        if (self->quarantined) /* freed already, its memory still held: it goes to home */
+            rehome(self, args[1]);
+        Py_RETURN_FALSE;
+    }
+    rehome(self, args[1]);
+    if (give_back_or_quarantine(self) < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *Storage_rehome(StorageObject *self, PyObject *home)
+{
+    rehome(self, home);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Storage_hold(StorageObject *self, PyObject *Py_UNUSED(ignored))
+{
+    self->handles++;
+    ga_storage_hold(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Storage_unhold(StorageObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->holds <= 0) {
+        PyErr_SetString(PyExc_RuntimeError, "_unhold() without a matching _hold()");
+        return NULL;
+    }
+    if (ga_storage_unhold(self) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Storage_held(PyObject *cls, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *out = PyList_New(0);
+    for (StorageObject *st = held_head; out != NULL && st != NULL; st = st->held_next) {
+        if (PyList_Append(out, (PyObject *)st) < 0)
+            Py_CLEAR(out);
+    }
+    return out;
 }
 
 static PyObject *Storage_invalidate(StorageObject *self, PyObject *reason)
@@ -194,6 +325,19 @@ static PyMethodDef Storage_methods[] = {
     {"invalidate", (PyCFunction)Storage_invalidate, METH_O,
      "invalidate(reason) -> bool: mark freed without giving the memory back (the caller "
      "takes it); True if won."},
+    {"_release_to", (PyCFunction)(void (*)(void))Storage_release_to, METH_FASTCALL,
+     "_release_to(reason, home) -> bool: claim the token; the memory goes to `home` now, "
+     "or when the last hold goes (quarantine, also of a storage freed before); True if "
+     "this call claimed it."},
+    {"_rehome", (PyCFunction)Storage_rehome, METH_O,
+     "_rehome(home): the memory goes to `home` when it is given back."},
+    {"_hold", (PyCFunction)Storage_hold, METH_NOARGS,
+     "Take a handle that is a hold (work in flight): the memory is not reused before "
+     "_unhold()."},
+    {"_unhold", (PyCFunction)Storage_unhold, METH_NOARGS,
+     "Release a hold taken by _hold(); ends a quarantine when it is the last."},
+    {"_held", (PyCFunction)Storage_held, METH_NOARGS | METH_CLASS,
+     "The storages with holds now (a new list)."},
     {NULL}};
 
 static PyGetSetDef Storage_getset[] = {
@@ -217,6 +361,10 @@ static PyMemberDef Storage_members[] = {
     {"_home", T_OBJECT, offsetof(StorageObject, home), READONLY, NULL},
     {"_reason", T_OBJECT, offsetof(StorageObject, reason), READONLY, NULL},
     {"_handle_count", T_PYSSIZET, offsetof(StorageObject, handles), READONLY, NULL},
+    {"_holds", T_PYSSIZET, offsetof(StorageObject, holds), READONLY,
+     "Handles gpuarrays cannot revoke, plus work in flight."},
+    {"_quarantined", T_BOOL, offsetof(StorageObject, quarantined), READONLY,
+     "Freed, but held: the memory goes back when the last hold goes."},
     {NULL}};
 
 PyTypeObject ga_StorageType = {
