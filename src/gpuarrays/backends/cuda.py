@@ -934,12 +934,10 @@ class CudaBackend(DeviceOps):
         (NVRTC, or the image from ``cache``, a ``BinaryCache``)."""
         key = (index, source, name)
         kernel = self._compiled.get(key)
-        if kernel is None:
+        if kernel is None:  # compiled outside the back-end's lock (the program is built once)
+            made = _Kernel(self, index, source, name, tuple(params), cache)
             with self._lock:
-                kernel = self._compiled.get(key)
-                if kernel is None:
-                    kernel = self._compiled[key] = _Kernel(self, index, source, name,
-                                                           tuple(params), cache)
+                kernel = self._compiled.setdefault(key, made)
         return kernel
 
     # lifecycle ----------------------------------------------------------------

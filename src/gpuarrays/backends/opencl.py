@@ -706,12 +706,10 @@ class OpenCLBackend(_kernels.DeviceOps):
         """
         key = (index, source, name)
         kernel = self._compiled.get(key)
-        if kernel is None:
+        if kernel is None:  # compiled outside the back-end's lock (the program is built once)
+            made = _Kernel(self, index, source, name, tuple(params))
             with self._lock:
-                kernel = self._compiled.get(key)
-                if kernel is None:
-                    kernel = self._compiled[key] = _Kernel(self, index, source, name,
-                                                           tuple(params))
+                kernel = self._compiled.setdefault(key, made)
         return kernel
 
     def _compute_kernel(self, index: int, source: str, name: str) -> tuple[_DeviceState, int]:
