@@ -1,4 +1,7 @@
-"""The ``random`` benchmark group on every device: ``python benchmarks/random.py [--quick]``.
+"""The ``random`` benchmark group on every device: ``python benchmarks/random_numbers.py [--quick]``.
+
+(Not ``random.py``: a script folder is first on ``sys.path``, and a file named like the
+standard library's ``random`` would shadow it for every script here.)
 
 Runs ``gpuarrays bench --only random`` (``gpuarrays.cli.bench``) on cpu:0 and on the
 first device of every other back-end, one report each: ``random`` and
@@ -13,9 +16,6 @@ import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-if sys.path and os.path.abspath(sys.path[0] or os.curdir) == _HERE:
-    del sys.path[0]  # this file is named like the standard library's random, which tempfile imports
-
 try:
     import gpuarrays as ga
     from gpuarrays.cli import bench
@@ -26,7 +26,7 @@ except ImportError:  # a source checkout without an install: use src/
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks/random.py", description=__doc__)
+    parser = argparse.ArgumentParser(prog="benchmarks/random_numbers.py", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--smoke", action="store_true", help="check the harness only")
     args = parser.parse_args(argv)
