@@ -550,3 +550,12 @@ def test_the_sort_in_local_memory_gives_the_same_permutations(device, monkeypatc
     for n in (1, 127, 128, 129, 1000, 5000):
         same(device, lambda g, n=n: g.permutation(n), seeds=[4])
     assert {"rng_bitonic_local_128", "rng_bitonic_local_512"} <= set(kernels.KERNEL_NAMES)
+
+
+def test_no_benchmark_script_shadows_a_standard_module():
+    """benchmarks/random.py shadowed the standard library's random for every script there."""
+    import sys
+    from pathlib import Path
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    clashes = [p.name for p in folder.glob("*.py") if p.stem in sys.stdlib_module_names]
+    assert not clashes, f"benchmark scripts named like standard modules: {clashes}"
