@@ -1,9 +1,13 @@
 """Per-device memory manager: pools, limits, the out-of-memory ladder, counters.
 
-One :class:`MemoryManager` per device holds one pool per memory kind.  A pool
-keeps freed blocks for reuse in exact-size free lists: sizes are rounded up to
-``GRANULARITY`` (512 B) and looked up in a dict, so finding a block costs the
-same with ten free blocks or ten thousand.
+One :class:`MemoryManager` per device holds one pool per memory kind.  Sizes
+are rounded up to ``GRANULARITY`` (512 B).  A freed block first waits in an
+exact-size free list (a dict of lists), where the next request of the same size
+finds it in O(1) -- a loop's warm hit.  On a miss, the waiting blocks are merged
+with their free neighbours and the request takes the best-fitting free piece of
+a platform allocation (``segments.py``: splitting, merging, arenas, the bounds
+on oversize splits); only when nothing fits does the pool go to the platform,
+giving wholly free platform allocations back first.
 
 The warm-pool hit and every free are compiled (``_core.Pool``, the base class
 of :class:`MemoryManager`); misses, the ladder, trim, resets and statistics
@@ -33,6 +37,7 @@ from .. import _core
 from .._common.errors import BackendError, GPUArraysWarning, OutOfMemoryError
 from .._common.sizes import format_bytes, parse_size
 from ..backends.base import KINDS, BackendOutOfMemory
+from .segments import KEEP_IDLE_SMALL, Segments
 from .state import state
 from .storage import Epoch
 
@@ -68,7 +73,7 @@ class MemoryManager(_core.Pool):
     __slots__ = (
         "impl", "index", "sites", "reserved", "dropped_count", "dropped_bytes", "oom_retries",
         "oom_last_step", "backend_allocs", "backend_frees", "limit", "_in_report",
-        "platform_lock",
+        "platform_lock", "segments",
     )
 
     def __init__(self, device) -> None:
@@ -79,8 +84,10 @@ class MemoryManager(_core.Pool):
         # and while a reset ends the epoch and resets the platform: a reset can never
         # free what trim is freeing, or the reverse.  Never taken by finalizers.
         self.platform_lock = threading.RLock()
+        self.segments: dict[str, Segments] = {}
         for kind in device.kinds:
             self.free_lists[kind] = {}
+            self.segments[kind] = Segments()
         self.sites: dict[int, str | None] = {}  # ptr -> allocation site (while recording)
         self.epoch = Epoch(0)
         self.reserved = 0
@@ -129,7 +136,12 @@ class MemoryManager(_core.Pool):
             rec.bytes += size
 
     def _grow(self, kind: str, size: int) -> tuple[int, Epoch]:
-        """A new block from the back-end, running the ladder when needed: (ptr, epoch)."""
+        """A new block from the back-end, running the ladder when needed: (ptr, epoch).
+
+        Wholly free platform allocations go back first (but one small segment), so the
+        pool holds no idle memory while it asks the platform for more.
+        """
+        self._release_idle(KEEP_IDLE_SMALL)
         found = self._try_backend(kind, size)
         if found is None:
             found = self._ladder(kind, size)
@@ -143,19 +155,24 @@ class MemoryManager(_core.Pool):
             return self._try_backend_locked(kind, size)
 
     def _try_backend_locked(self, kind: str, size: int) -> tuple[int, Epoch] | None:
+        """A new platform allocation (a segment) whose first ``size`` bytes are taken."""
         with self.lock:
-            if self.limit is not None and self.reserved + size > self.limit:
-                return None
-            self.reserved += size  # reserve before the call so threads respect the limit
+            seg_size = Segments.segment_size(size)
+            if self.limit is not None:
+                if self.reserved + size > self.limit:
+                    return None
+                # a small segment shrinks to the room the limit leaves (never below size)
+                seg_size = max(size, min(seg_size, (self.limit - self.reserved) & _MASK))
+            self.reserved += seg_size  # reserve before the call so threads respect the limit
             epoch = self.epoch
         try:
-            ptr = self.impl.allocate(self.index, kind, size)
+            ptr = self.impl.allocate(self.index, kind, seg_size)
         except BackendOutOfMemory:
             ptr = None
         except BaseException:
             with self.lock:
                 if self.epoch is epoch:
-                    self.reserved -= size
+                    self.reserved -= seg_size
             raise
         with self.lock:
             if self.epoch is not epoch:
@@ -164,9 +181,11 @@ class MemoryManager(_core.Pool):
                 # dropped it) -- never count or reuse it; the storage is born reset.
                 return (ptr, epoch) if ptr is not None else None
             if ptr is None:
-                self.reserved -= size
+                self.reserved -= seg_size
                 return None
             self.backend_allocs += 1
+            self.segments[kind].add_segment(ptr, seg_size, size)
+            self.pool_bytes += seg_size - size
             self._count_taken_locked(ptr, size, kind)
         self._note_taken(ptr, size, kind)
         return ptr, epoch
@@ -174,10 +193,16 @@ class MemoryManager(_core.Pool):
     def _try_pool(self, kind: str, size: int) -> tuple[int, Epoch] | None:
         with self.lock:
             self._apply_pending_locked()
-            blocks = self.free_lists[kind].get(size)
-            if not blocks:
-                return None
-            ptr = blocks.pop()
+            exact = self.free_lists[kind]
+            blocks = exact.get(size)
+            if blocks:
+                ptr = blocks.pop()
+            else:  # a miss: merge what waits in the exact-size lists, then best fit
+                segments = self.segments[kind]
+                segments.flush(exact)
+                ptr = segments.take(size)
+                if ptr is None:
+                    return None
             self.pool_bytes -= size
             self._count_taken_locked(ptr, size, kind)
             epoch = self.epoch
@@ -270,23 +295,29 @@ class MemoryManager(_core.Pool):
 
     # maintenance --------------------------------------------------------------------
     def trim(self) -> int:
-        """Give every unused pool block back to the back-end; returns the bytes released."""
+        """Give every wholly free platform allocation back; returns the bytes released."""
+        return self._release_idle(0)
+
+    def _release_idle(self, keep_small: int) -> int:
+        """Merge the waiting frees, then give back the platform allocations whose pieces
+        are all free (keeping ``keep_small`` small segments per kind); bytes released."""
         with self.platform_lock:
             with self.lock:
                 self._apply_pending_locked()
-                blocks = [(kind, ptr, size) for kind, free in self.free_lists.items()
-                          for size, ptrs in free.items() for ptr in ptrs]
-                for free in self.free_lists.values():
-                    free.clear()
-                self.pool_bytes = 0
+                blocks = []
+                for kind, segments in self.segments.items():
+                    segments.flush(self.free_lists[kind])
+                    blocks.extend((kind, ptr, size)
+                                  for ptr, size in segments.release_idle(keep_small))
+                self.pool_bytes -= sum(size for _, _, size in blocks)
             released = 0
             for kind, ptr, size in blocks:
                 try:
                     if not state.shutting_down:
                         self.impl.free(self.index, kind, ptr, size)
                 except BackendError as e:
-                    warnings.warn(f"freeing a pool block of {size} bytes on {self.device} "
-                                  f"failed: {e}", GPUArraysWarning, stacklevel=2)
+                    warnings.warn(f"freeing a pool segment of {size} bytes on {self.device} "
+                                  f"failed: {e}", GPUArraysWarning, stacklevel=3)
                 released += size
             with self.lock:
                 self.reserved -= released
@@ -309,6 +340,8 @@ class MemoryManager(_core.Pool):
             self.pending.clear()
             for free in self.free_lists.values():
                 free.clear()
+            for segments in self.segments.values():
+                segments.clear()
             self.dropped_count += len(self.live)
             self.dropped_bytes += self.used
             self.live.clear()
@@ -334,7 +367,9 @@ class MemoryManager(_core.Pool):
                 "limit_bytes": self.limit,
                 "pool_cached_bytes": self.pool_bytes,
                 "pool_free_blocks": sum(len(p) for f in self.free_lists.values()
-                                        for p in f.values()),
+                                        for p in f.values())
+                + sum(len(s.free) for s in self.segments.values()),
+                "pool_segments": sum(len(s.segments) for s in self.segments.values()),
                 "live_allocations": len(self.live),
                 "backend_alloc_count": self.backend_allocs,
                 "backend_free_count": self.backend_frees,
