@@ -217,7 +217,7 @@ def test_queued_free_of_a_piece_after_a_reset_never_reaches_new_memory(device):
         "pool_cached_bytes": 0, "pool_free_blocks": 0, "free_count": 0, "used_bytes": 0}
     again = [u8(10 * KiB, device) for _ in range(4)]
     spans = sorted((a.storage.ptr, a.storage.ptr + 10 * KiB) for a in fresh + again)
-    for (_, end), (start, _) in zip(spans, spans[1:]):
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
         assert end <= start  # the stale piece was not handed out over fresh memory
     for i, f in enumerate(fresh):
         assert (f.get() == i).all()
@@ -319,7 +319,7 @@ class SplitPool(RuleBasedStateMachine):
         check_pool(self.mgr, self.fb)
         spans = sorted((a.storage.ptr, a.storage.ptr + round_size(a.nbytes))
                        for a, _ in self.live)
-        for (_, end), (start, _) in zip(spans, spans[1:]):
+        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
             assert end <= start, "two live storages overlap"
 
     @invariant()

@@ -20,7 +20,10 @@ Groups:
   PyTorch doing the same;
 * ``copy``     -- host-to-device (``ga.asarray``) and device-to-host
   (``a.get(out=...)``) throughput vs a NumPy copy;
-* ``workload`` -- the pipeline of ``gpuarrays demo`` without and with a cache.
+* ``workload`` -- the pipeline of ``gpuarrays demo`` without and with a cache;
+* ``pool-trace`` -- a seeded mixed-size trace replayed through the pool
+  (``pool_trace.py``): peak reserved / peak used, platform allocations per
+  request after warm-up, allocation time per request beside the exact-size hit.
 
 Optional libraries (PyTorch, PyOpenCL) are imported lazily; their columns are
 left empty when they are not installed.
@@ -58,6 +61,7 @@ class Settings:
     workload_iterations: int = 40
     workload_repeat: int = 5
     fragment_rounds: int = 3
+    trace_requests: int = 6000
     name: str = "full"
 
     @classmethod
@@ -71,7 +75,7 @@ class Settings:
         """A run that only checks the harness works (figures mean nothing)."""
         return cls(repeat=2, target_ns=100_000, copy_sizes=(1 << 16,),
                    fragment_counts=(10, 100), workload_iterations=2, workload_repeat=1,
-                   fragment_rounds=1, name="smoke")
+                   fragment_rounds=1, trace_requests=300, name="smoke")
 
 
 # timing ---------------------------------------------------------------------------
@@ -485,9 +489,30 @@ def _bench_workload(dev, settings, libs, rows, targets) -> None:
                          "runs": settings.workload_repeat}))
 
 
+def _bench_pool_trace(dev, settings, libs, rows, targets) -> None:
+    from .pool_trace import make_trace, replay
+
+    r = replay(dev, make_trace(settings.trace_requests))
+    libs["progress"].step("pool trace")
+    extra = {"requests": r.requests, "peak_used_bytes": r.peak_used,
+             "peak_reserved_bytes": r.peak_reserved, "peak_requested_bytes": r.peak_requested}
+    rows.append(Row("pool-trace", "peak reserved / peak used", "x",
+                    {"gpuarrays": r.reserved_over_used}, extra))
+    rows.append(Row("pool-trace", "platform allocations per request after warm-up", "%",
+                    {"gpuarrays": 100 * r.platform_fraction}))
+    rows.append(Row("pool-trace", "allocation per request after warm-up", "ns",
+                    {"trace mean": r.alloc_ns_mean, "trace median": r.alloc_ns_median,
+                     "exact-size hit": r.hit_ns_median}))
+    targets.append(Target("pool trace: peak reserved", r.reserved_over_used, 1.15, None,
+                          "peak used"))
+    targets.append(Target("pool trace: platform allocations after warm-up",
+                          r.platform_fraction, 0.05, None, "requests"))
+
+
 _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("fragmentation", _bench_fragmentation, None), ("dlpack", _bench_dlpack, 2),
-           ("copy", _bench_copy, None), ("workload", _bench_workload, 2))
+           ("copy", _bench_copy, None), ("workload", _bench_workload, 2),
+           ("pool-trace", _bench_pool_trace, 1))
 
 _ALIASES = {"cache": "alloc"}  # the cache group is measured with the alloc group
 
@@ -575,13 +600,17 @@ def format_report(result: dict) -> str:
                 if col not in columns:
                     columns.append(col)
         ratio = group in ("derive", "alloc", "dlpack") and "torch" in columns
-        header = [f"{group} ({rows[0]['unit']})" if group != "workload" else group, *columns]
+        header = [f"{group} ({rows[0]['unit']})" if group not in ("workload", "pool-trace")
+                  else group, *columns]
         if ratio:
             header.append("gpuarrays/torch")
         body = []
         for row in rows:
             vals = row["values"]
             cells = [row["name"]] + [_fmt(vals.get(c), row["unit"]) for c in columns]
+            if group == "pool-trace" and row["unit"] != "ns":  # mixed units: say which
+                cells[1:] = ["-" if vals.get(c) is None else f"{vals[c]:.3f}{row['unit']}"
+                             for c in columns]
             if ratio:
                 g, t = vals.get("gpuarrays"), vals.get("torch")
                 cells.append(f"{g / t:.2f}x" if g and t else "-")
