@@ -71,19 +71,26 @@ def check_pool(mgr, faulty=None) -> None:
                     at += n
                 assert at == base + size
                 total_seg += size
+            for base, ptrs in by_base.items():  # blocks and merged pieces per segment
+                assert segments.busy[base] == sum(1 for p, _ in ptrs if p not in merged)
+                assert segments.pieces[base] == {p for p, _ in ptrs if p in merged}
             for ptr, n in merged.items():  # each merged piece is indexed in the right tree
                 base = segments.base[ptr]
                 size, arena = segments.segments[base]
-                idle = ptr == base and n == size
-                tree = (segments.idle if idle else segments.partial)[arena]
+                if ptr == base and n == size:
+                    tree = segments.idle[arena]
+                elif arena == seg.SMALL:
+                    tree = segments.small
+                else:
+                    tree = segments.large[min(segments.busy[base], seg.BUSY_CAP)]
                 entries = tree.bins[seg._bin(n)]
                 assert (n, ptr) in entries and entries == sorted(entries)
                 assert segments.ends[ptr + n] == ptr
             assert len(segments.ends) == len(merged)
-            for trees in (segments.idle, segments.partial):
-                for tree in trees:
-                    assert sum(len(e) for e in tree.bins.values()) <= len(merged)
-                    assert tree.mask == sum(1 << b for b in tree.bins)
+            trees = [*segments.idle, segments.small, *segments.large]
+            assert sum(len(e) for t in trees for e in t.bins.values()) == len(merged)
+            for tree in trees:
+                assert tree.mask == sum(1 << b for b in tree.bins)
             total_free += sum(waiting.values()) + sum(merged.values())
             free_blocks += len(waiting) + len(merged)
         assert mgr.used == sum(live.values())
@@ -109,12 +116,12 @@ def check_pool(mgr, faulty=None) -> None:
 def test_a_freed_block_serves_a_smaller_request(device):
     ga.trim(device)
     with inject(device) as fb:
-        a = u8(5 * MiB, device)
+        a = u8(9 * MiB // 2, device)
         ptr = a.storage.ptr
         a.free()
         calls = fb.calls["allocate"]
-        b = u8(3 * MiB, device)  # splits the 5 MiB platform allocation
-        c = u8(2 * MiB, device)  # the rest of it, exactly
+        b = u8(3 * MiB, device)  # splits the 4.5 MiB platform allocation (at most 1.5x)
+        c = u8(3 * MiB // 2, device)  # the rest of it, exactly
         assert b.storage.ptr == ptr and c.storage.ptr == ptr + 3 * MiB
         assert fb.calls["allocate"] == calls
         check_pool(device.memory)
@@ -157,16 +164,22 @@ def test_large_requests_get_their_own_platform_allocation(device):
 
 def test_an_idle_large_segment_is_not_carved_for_a_much_smaller_request(device):
     ga.trim(device)
+    reserved0 = ga.memory_stats(device)["reserved_bytes"]
     with inject(device) as fb:
         big = u8(32 * MiB, device)
         ptr = big.storage.ptr
         big.free()
-        small = u8(3 * MiB, device)  # < 1/MAX_SPLIT_RATIO of 32 MiB: its own allocation
-        assert fb.calls["allocate"] == 2
-        assert (ptr, 32 * MiB) in fb.freed  # and the idle 32 MiB went back to the platform
-        assert ga.memory_stats(device)["pool_segments"] >= 1
+        small = u8(3 * MiB, device)  # < 32 MiB / MAX_SPLIT_RATIO: its own allocation
+        assert fb.calls["allocate"] == 2 and small.storage.ptr != ptr
+        # 35 MiB reserved: within IDLE_HEADROOM of the 32 MiB once used, the idle one stays
+        assert fb.freed == []
+        check_pool(device.memory)
+        other = u8(4 * MiB, device)  # 39 MiB would pass the budget: the idle 32 MiB goes
+        assert fb.freed == [(ptr, 32 * MiB)]
+        assert ga.memory_stats(device)["reserved_bytes"] == reserved0 + 7 * MiB
         check_pool(device.memory)
         small.free()
+        other.free()
 
 
 def test_trim_gives_back_only_wholly_free_segments(device):

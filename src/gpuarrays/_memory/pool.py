@@ -37,7 +37,7 @@ from .. import _core
 from .._common.errors import BackendError, GPUArraysWarning, OutOfMemoryError
 from .._common.sizes import format_bytes, parse_size
 from ..backends.base import KINDS, BackendOutOfMemory
-from .segments import KEEP_IDLE_SMALL, Segments
+from .segments import SMALL, Segments
 from .state import state
 from .storage import Epoch
 
@@ -45,6 +45,10 @@ __all__ = ["MemoryManager", "GRANULARITY", "round_size", "ladder_hooks", "usage_
 
 GRANULARITY = _core.GRANULARITY  # 512: the compiled hit rounds the same way
 _MASK = -GRANULARITY
+# Wholly free segments stay cached while the reserved bytes stay within this factor of the
+# most ever used (or the most ever reserved); beyond it a miss gives them back before it
+# calls the platform (docs/decisions.md, "Memory accounting").
+IDLE_HEADROOM = 1.1
 
 # Steps other modules add to the out-of-memory ladder: fn(device) -> None.
 ladder_hooks: list[Callable] = []
@@ -73,7 +77,7 @@ class MemoryManager(_core.Pool):
     __slots__ = (
         "impl", "index", "sites", "reserved", "dropped_count", "dropped_bytes", "oom_retries",
         "oom_last_step", "backend_allocs", "backend_frees", "limit", "_in_report",
-        "platform_lock", "segments",
+        "platform_lock", "segments", "high_used", "high_reserved",
     )
 
     def __init__(self, device) -> None:
@@ -91,6 +95,8 @@ class MemoryManager(_core.Pool):
         self.sites: dict[int, str | None] = {}  # ptr -> allocation site (while recording)
         self.epoch = Epoch(0)
         self.reserved = 0
+        # high-water marks since the last trim or reset, the budget of cached idle segments
+        self.high_used = self.high_reserved = 0
         # Blocks that left the books at a reset without being freed (free counts exclude them).
         self.dropped_count = self.dropped_bytes = 0
         self.oom_retries = self.backend_allocs = self.backend_frees = 0
@@ -121,6 +127,8 @@ class MemoryManager(_core.Pool):
         used = self.used = self.used + size
         if used > self.peak:
             self.peak = used
+        if used > self.high_used:  # the compiled hit leaves it: it only reuses blocks
+            self.high_used = used
         self.alloc_count += 1
         self.alloc_bytes += size
         self.live[ptr] = size
@@ -138,10 +146,10 @@ class MemoryManager(_core.Pool):
     def _grow(self, kind: str, size: int) -> tuple[int, Epoch]:
         """A new block from the back-end, running the ladder when needed: (ptr, epoch).
 
-        Wholly free platform allocations go back first (but one small segment), so the
-        pool holds no idle memory while it asks the platform for more.
+        Wholly free platform allocations go back first, largest first, until the new one
+        fits in the budget (``IDLE_HEADROOM``); one small segment is always kept.
         """
-        self._release_idle(KEEP_IDLE_SMALL)
+        self._release_idle(Segments.segment_size(size))
         found = self._try_backend(kind, size)
         if found is None:
             found = self._ladder(kind, size)
@@ -186,6 +194,8 @@ class MemoryManager(_core.Pool):
             self.backend_allocs += 1
             self.segments[kind].add_segment(ptr, seg_size, size)
             self.pool_bytes += seg_size - size
+            if self.reserved > self.high_reserved:
+                self.high_reserved = self.reserved
             self._count_taken_locked(ptr, size, kind)
         self._note_taken(ptr, size, kind)
         return ptr, epoch
@@ -296,19 +306,35 @@ class MemoryManager(_core.Pool):
     # maintenance --------------------------------------------------------------------
     def trim(self) -> int:
         """Give every wholly free platform allocation back; returns the bytes released."""
-        return self._release_idle(0)
+        return self._release_idle(None)
 
-    def _release_idle(self, keep_small: int) -> int:
-        """Merge the waiting frees, then give back the platform allocations whose pieces
-        are all free (keeping ``keep_small`` small segments per kind); bytes released."""
+    def _release_idle(self, need: int | None) -> int:
+        """Merge the waiting frees, then give back wholly free segments: all of them when
+        ``need`` is None (trim), else the largest first until ``need`` more bytes fit in
+        the budget, keeping one small segment.  Returns the bytes released."""
         with self.platform_lock:
             with self.lock:
                 self._apply_pending_locked()
-                blocks = []
+                idle = []
                 for kind, segments in self.segments.items():
                     segments.flush(self.free_lists[kind])
-                    blocks.extend((kind, ptr, size)
-                                  for ptr, size in segments.release_idle(keep_small))
+                    idle.extend((size, base, arena, kind)
+                                for size, base, arena in segments.idle_segments())
+                if need is None:
+                    chosen = idle
+                else:
+                    budget = max(IDLE_HEADROOM * self.high_used, self.high_reserved)
+                    chosen, reserved, kept_small = [], self.reserved, False
+                    for entry in sorted(idle, reverse=True):
+                        if reserved + need <= budget:
+                            break
+                        if entry[2] == SMALL and not kept_small:
+                            kept_small = True
+                            continue
+                        chosen.append(entry)
+                        reserved -= entry[0]
+                blocks = [(kind, base, self.segments[kind].release(base))
+                          for _, base, _, kind in chosen]
                 self.pool_bytes -= sum(size for _, _, size in blocks)
             released = 0
             for kind, ptr, size in blocks:
@@ -322,6 +348,8 @@ class MemoryManager(_core.Pool):
             with self.lock:
                 self.reserved -= released
                 self.backend_frees += len(blocks)
+                if need is None:  # trimmed: the budget starts again from here
+                    self.high_reserved, self.high_used = self.reserved, self.used
         return released
 
     def synchronize(self) -> None:
@@ -347,6 +375,7 @@ class MemoryManager(_core.Pool):
             self.live.clear()
             self.sites.clear()
             self.used = self.pool_bytes = self.reserved = 0
+            self.high_used = self.high_reserved = 0
             return old
 
     def stats(self) -> dict:

@@ -10,12 +10,15 @@ gets a segment of its own size, which later serves smaller requests by splitting
 The policy (docs/design.md, "Pools, limits and the out-of-memory ladder"; the
 measurements behind it are in docs/decisions.md, "Memory accounting"):
 
-* a request takes the smallest merged free piece that fits in a segment that
-  also holds other pieces (best fit; the rest of the piece stays free);
+* a small request takes the smallest merged free piece that fits in a small
+  segment that also holds other blocks (best fit; the rest stays free);
+* a large request takes the best fit among the segments holding the most
+  blocks (counted up to ``BUSY_CAP``): a segment with few blocks is left to
+  drain, so that it becomes wholly free and can go back to the platform;
 * failing that, the smallest wholly free ("idle") segment of its arena, but a
   large request never carves a segment more than ``MAX_SPLIT_RATIO`` times its
-  size: the pool goes to the platform instead and gives the idle segments back,
-  so that a small array cannot strand most of a big allocation;
+  size: the pool goes to the platform instead, so that a small array cannot
+  strand most of a big allocation;
 * freed blocks are merged with their free neighbours of the same segment when
   the pool next misses (``flush``), never across segments: two platform
   allocations may touch in the address space.
@@ -27,12 +30,12 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 
-__all__ = ["Segments", "SMALL_MAX", "SMALL_SEGMENT", "MAX_SPLIT_RATIO", "KEEP_IDLE_SMALL"]
+__all__ = ["Segments", "SMALL_MAX", "SMALL_SEGMENT", "MAX_SPLIT_RATIO", "BUSY_CAP"]
 
 SMALL_MAX = 1 << 20  # requests up to 1 MiB share segments ...
 SMALL_SEGMENT = 2 << 20  # ... of 2 MiB
-MAX_SPLIT_RATIO = 2  # an idle large segment serves requests of at least half its size
-KEEP_IDLE_SMALL = 1  # idle small segments kept when the pool goes to the platform
+MAX_SPLIT_RATIO = 1.5  # an idle large segment serves requests of at least 2/3 its size
+BUSY_CAP = 8  # large segments holding this many blocks or more count as equally busy
 SMALL, LARGE = 0, 1
 
 
@@ -90,22 +93,26 @@ class Segments:
     """Segments and merged free pieces of one (device, kind); see the module docstring.
 
     ``segments``: base -> (size, arena); ``base``: every piece's ptr -> its segment's
-    base; ``free``: merged free piece -> size; ``ends``: end address -> merged free piece.
+    base; ``free``: merged free piece -> size; ``ends``: end address -> merged free piece;
+    ``busy``: base -> the segment's pieces that are not merged free pieces (live blocks
+    and blocks waiting in the exact-size lists); ``pieces``: base -> its merged free pieces.
+    Free pieces of segments that also hold blocks are indexed in ``small`` (best fit) or,
+    for large segments, in ``large[min(busy, BUSY_CAP)]``; wholly free segments in ``idle``.
     """
 
-    __slots__ = ("segments", "base", "free", "ends", "partial", "idle")
+    __slots__ = ("segments", "base", "free", "ends", "busy", "pieces", "small", "large",
+                 "idle")
 
     def __init__(self) -> None:
         self.segments: dict[int, tuple[int, int]] = {}
         self.base: dict[int, int] = {}
         self.free: dict[int, int] = {}
         self.ends: dict[int, int] = {}
-        self.partial = (FreeTree(), FreeTree())  # free pieces of segments also holding others
-        self.idle = (FreeTree(), FreeTree())  # wholly free segments
-
-    @staticmethod
-    def arena(size: int) -> int:
-        return SMALL if size <= SMALL_MAX else LARGE
+        self.busy: dict[int, int] = {}
+        self.pieces: dict[int, set[int]] = {}
+        self.small = FreeTree()
+        self.large = tuple(FreeTree() for _ in range(BUSY_CAP + 1))  # [0] stays empty
+        self.idle = (FreeTree(), FreeTree())  # wholly free segments, per arena
 
     @staticmethod
     def segment_size(size: int) -> int:
@@ -113,28 +120,41 @@ class Segments:
         return SMALL_SEGMENT if size <= SMALL_MAX else size
 
     # the free index ------------------------------------------------------------------
+    def _tree(self, base: int, ptr: int, size: int) -> FreeTree:
+        seg_size, arena = self.segments[base]
+        if ptr == base and size == seg_size:
+            return self.idle[arena]
+        if arena == SMALL:
+            return self.small
+        return self.large[min(self.busy[base], BUSY_CAP)]
+
     def _link(self, ptr: int, size: int) -> None:
         base = self.base[ptr]
-        seg_size, arena = self.segments[base]
         self.free[ptr] = size
         self.ends[ptr + size] = ptr
-        if ptr == base and size == seg_size:
-            self.idle[arena].add(size, ptr)
-        else:
-            self.partial[arena].add(size, ptr)
+        self.pieces[base].add(ptr)
+        self._tree(base, ptr, size).add(size, ptr)
 
     def _unlink(self, ptr: int, size: int) -> None:
         base = self.base[ptr]
-        seg_size, arena = self.segments[base]
         del self.free[ptr]
         del self.ends[ptr + size]
-        if ptr == base and size == seg_size:
-            self.idle[arena].remove(size, ptr)
-        else:
-            self.partial[arena].remove(size, ptr)
+        self.pieces[base].discard(ptr)
+        self._tree(base, ptr, size).remove(size, ptr)
+
+    def _set_busy(self, base: int, busy: int) -> None:
+        """Change a segment's count of blocks, moving its free pieces to their new bin."""
+        old = self.busy[base]
+        if self.segments[base][1] == LARGE and old and busy and (
+                min(old, BUSY_CAP) != min(busy, BUSY_CAP)):
+            pieces = [(self.free[ptr], ptr) for ptr in self.pieces[base]]
+            for size, ptr in pieces:
+                self.large[min(old, BUSY_CAP)].remove(size, ptr)
+                self.large[min(busy, BUSY_CAP)].add(size, ptr)
+        self.busy[base] = busy
 
     def insert(self, ptr: int, size: int) -> None:
-        """A freed piece joins the index, merged with its free neighbours in its segment."""
+        """A freed block joins the index, merged with its free neighbours in its segment."""
         base = self.base[ptr]
         right = ptr + size
         rsize = self.free.get(right)
@@ -148,6 +168,7 @@ class Segments:
             self._unlink(left, lsize)
             del self.base[ptr]
             ptr, size = left, lsize + size
+        self._set_busy(base, self.busy[base] - 1)
         self._link(ptr, size)
 
     def flush(self, exact: dict[int, list[int]]) -> None:
@@ -159,45 +180,51 @@ class Segments:
 
     # allocation ----------------------------------------------------------------------
     def take(self, size: int) -> int | None:
-        """Best fit for a block of ``size`` bytes (split off a free piece), or None."""
-        arena = SMALL if size <= SMALL_MAX else LARGE
-        found = self.partial[arena].best(size)
+        """A block of ``size`` bytes split off a free piece (see the policy), or None."""
+        if size <= SMALL_MAX:
+            found = self.small.best(size)
+            arena = SMALL
+        else:
+            found = None
+            for tree in reversed(self.large):  # the busiest segments first
+                if tree.mask and (found := tree.best(size)) is not None:
+                    break
+            arena = LARGE
         if found is None:
             found = self.idle[arena].best(size)
             if found is None or (arena == LARGE and found[0] > size * MAX_SPLIT_RATIO):
                 return None
-        self._carve(found[1], found[0], size)
-        return found[1]
-
-    def _carve(self, ptr: int, piece: int, size: int) -> None:
+        piece, ptr = found
+        base = self.base[ptr]
         self._unlink(ptr, piece)
+        self._set_busy(base, self.busy[base] + 1)
         if piece > size:
-            rest = ptr + size
-            self.base[rest] = self.base[ptr]
-            self._link(rest, piece - size)
+            self.base[ptr + size] = base
+            self._link(ptr + size, piece - size)
+        return ptr
 
     def add_segment(self, base: int, seg_size: int, size: int) -> None:
-        """A new platform allocation of ``seg_size`` bytes; its first ``size`` bytes are taken."""
+        """A new platform allocation of ``seg_size`` bytes; its first ``size`` are taken."""
         self.segments[base] = (seg_size, SMALL if size <= SMALL_MAX else LARGE)
         self.base[base] = base
+        self.busy[base] = 1
+        self.pieces[base] = set()
         if seg_size > size:
             self.base[base + size] = base
             self._link(base + size, seg_size - size)
 
-    def release_idle(self, keep_small: int = 0) -> list[tuple[int, int]]:
-        """Take the wholly free segments out of the books (keeping ``keep_small`` small
-        ones, the smallest addresses); returns their ``(base, size)`` for the platform."""
-        released = []
-        for arena, tree in enumerate(self.idle):
-            keep = keep_small if arena == SMALL else 0
-            pieces = [entry for entries in tree.bins.values() for entry in entries]
-            pieces.sort(key=lambda e: e[1])
-            for size, ptr in pieces[keep:]:
-                self._unlink(ptr, size)
-                del self.base[ptr]
-                del self.segments[ptr]
-                released.append((ptr, size))
-        return released
+    def idle_segments(self) -> list[tuple[int, int, int]]:
+        """The wholly free segments as ``(size, base, arena)``."""
+        return [(size, ptr, arena) for arena, tree in enumerate(self.idle)
+                for entries in tree.bins.values() for size, ptr in entries]
+
+    def release(self, base: int) -> int:
+        """Take the wholly free segment at ``base`` out of the books; returns its size."""
+        size = self.segments[base][0]
+        self._unlink(base, size)
+        for table in (self.base, self.busy, self.pieces, self.segments):
+            del table[base]
+        return size
 
     def clear(self) -> None:
         """Forget everything (a device reset freed the platform allocations)."""
