@@ -132,15 +132,49 @@ def test_a_freed_block_serves_a_smaller_request(device):
 
 def test_free_neighbours_merge_into_one_block(device):
     ga.trim(device)
-    arrays = [u8(100 * KiB, device) for _ in range(3)]
+    arrays = [u8(100 * KiB, device) for _ in range(4)]
     ptrs = [a.storage.ptr for a in arrays]
-    assert ptrs[1] == ptrs[0] + 100 * KiB and ptrs[2] == ptrs[1] + 100 * KiB  # one segment
+    assert all(q == p + 100 * KiB for p, q in zip(ptrs, ptrs[1:], strict=False))  # one segment
     for a in (arrays[0], arrays[2], arrays[1]):  # the middle one last: merges both ways
         a.free()
-    big = u8(300 * KiB, device)  # a miss: the three pieces merge, then best fit
+    ga.trim(device)  # merges the waiting blocks; the segment still holds arrays[3]
+    segments = device.memory.segments["device"]
+    assert segments.free[ptrs[0]] == 300 * KiB
+    big = u8(300 * KiB, device)  # the best fit: exactly the merged piece
     assert big.storage.ptr == ptrs[0]
     check_pool(device.memory)
     big.free()
+    arrays[3].free()
+
+
+def test_large_waiting_blocks_merge_before_a_large_request(device):
+    ga.trim(device)
+    u8(20 * MiB, device).free()
+    keep = u8(16 * MiB, device)  # carved from the idle 20 MiB segment ...
+    a = u8(4 * MiB, device)  # ... and the rest of it
+    ptr = keep.storage.ptr
+    assert a.storage.ptr == ptr + 16 * MiB
+    with inject(device) as fb:
+        keep.free()  # waits in the exact-size lists, not merged yet
+        other = u8(14 * MiB, device)  # a miss: the waiting block joins the index first
+        assert fb.calls["allocate"] == 0 and other.storage.ptr == ptr
+        check_pool(device.memory)
+    other.free()
+    a.free()
+
+
+def test_cycling_small_sizes_are_served_by_waiting_blocks(device):
+    sizes = [3000, 5000, 7000, 9000]
+    for n in sizes:
+        u8(n, device).free()
+    ptrs = {}
+    with inject(device) as fb:
+        for i in range(40):
+            with u8(sizes[i % 4], device) as x:
+                ptrs.setdefault(sizes[i % 4], set()).add(x.storage.ptr)
+        assert fb.calls["allocate"] == 0
+    assert all(len(p) == 1 for p in ptrs.values())  # each size kept its block: exact hits
+    check_pool(device.memory)
 
 
 def test_small_requests_share_segments(device):

@@ -37,7 +37,7 @@ from .. import _core
 from .._common.errors import BackendError, GPUArraysWarning, OutOfMemoryError
 from .._common.sizes import format_bytes, parse_size
 from ..backends.base import KINDS, BackendOutOfMemory
-from .segments import SMALL, Segments
+from .segments import LARGE, SMALL, SMALL_MAX, Segments
 from .state import state
 from .storage import Epoch
 
@@ -49,6 +49,11 @@ _MASK = -GRANULARITY
 # most ever used (or the most ever reserved); beyond it a miss gives them back before it
 # calls the platform (docs/decisions.md, "Memory accounting").
 IDLE_HEADROOM = 1.1
+# Churn: a miss that gave segments back and then called the platform.  While churn passes
+# CHURN_MAX of the misses (a moving average over about CHURN_WINDOW), idle large segments
+# serve requests of any size (the split bound of segments.py is lifted).
+CHURN_MAX = 0.04
+CHURN_WINDOW = 256
 
 # Steps other modules add to the out-of-memory ladder: fn(device) -> None.
 ladder_hooks: list[Callable] = []
@@ -77,7 +82,7 @@ class MemoryManager(_core.Pool):
     __slots__ = (
         "impl", "index", "sites", "reserved", "dropped_count", "dropped_bytes", "oom_retries",
         "oom_last_step", "backend_allocs", "backend_frees", "limit", "_in_report",
-        "platform_lock", "segments", "high_used", "high_reserved",
+        "platform_lock", "segments", "high_used", "high_reserved", "churn",
     )
 
     def __init__(self, device) -> None:
@@ -97,6 +102,7 @@ class MemoryManager(_core.Pool):
         self.reserved = 0
         # high-water marks since the last trim or reset, the budget of cached idle segments
         self.high_used = self.high_reserved = 0
+        self.churn = 0.0
         # Blocks that left the books at a reset without being freed (free counts exclude them).
         self.dropped_count = self.dropped_bytes = 0
         self.oom_retries = self.backend_allocs = self.backend_frees = 0
@@ -149,7 +155,8 @@ class MemoryManager(_core.Pool):
         Wholly free platform allocations go back first, largest first, until the new one
         fits in the budget (``IDLE_HEADROOM``); one small segment is always kept.
         """
-        self._release_idle(Segments.segment_size(size))
+        if self._release_idle(Segments.segment_size(size)):
+            self.churn += 1 / CHURN_WINDOW
         found = self._try_backend(kind, size)
         if found is None:
             found = self._ladder(kind, size)
@@ -207,10 +214,16 @@ class MemoryManager(_core.Pool):
             blocks = exact.get(size)
             if blocks:
                 ptr = blocks.pop()
-            else:  # a miss: merge what waits in the exact-size lists, then best fit
+            else:  # a miss: merge the waiting blocks (small ones only if needed), best fit
                 segments = self.segments[kind]
-                segments.flush(exact)
-                ptr = segments.take(size)
+                bound = self.churn <= CHURN_MAX
+                self.churn -= self.churn / CHURN_WINDOW
+                if size > SMALL_MAX:  # large: the best fit needs every free piece merged
+                    segments.flush(exact, LARGE)
+                ptr = segments.take(size, bound)
+                if ptr is None and size <= SMALL_MAX and exact:
+                    segments.flush(exact, SMALL)  # small: waiting blocks keep serving hits
+                    ptr = segments.take(size, bound)
                 if ptr is None:
                     return None
             self.pool_bytes -= size
@@ -309,15 +322,17 @@ class MemoryManager(_core.Pool):
         return self._release_idle(None)
 
     def _release_idle(self, need: int | None) -> int:
-        """Merge the waiting frees, then give back wholly free segments: all of them when
-        ``need`` is None (trim), else the largest first until ``need`` more bytes fit in
-        the budget, keeping one small segment.  Returns the bytes released."""
+        """Give back wholly free segments: all of them when ``need`` is None (trim, after
+        merging every waiting block), else (a miss, after merging the large waiting
+        blocks) the largest first until ``need`` more bytes fit in the budget, keeping
+        one small segment.  Returns the bytes released."""
         with self.platform_lock:
             with self.lock:
                 self._apply_pending_locked()
                 idle = []
                 for kind, segments in self.segments.items():
-                    segments.flush(self.free_lists[kind])
+                    # a miss leaves small waiting blocks alone: they serve exact-size hits
+                    segments.flush(self.free_lists[kind], None if need is None else LARGE)
                     idle.extend((size, base, arena, kind)
                                 for size, base, arena in segments.idle_segments())
                 if need is None:
@@ -376,6 +391,7 @@ class MemoryManager(_core.Pool):
             self.sites.clear()
             self.used = self.pool_bytes = self.reserved = 0
             self.high_used = self.high_reserved = 0
+            self.churn = 0.0
             return old
 
     def stats(self) -> dict:

@@ -16,9 +16,10 @@ measurements behind it are in docs/decisions.md, "Memory accounting"):
   blocks (counted up to ``BUSY_CAP``): a segment with few blocks is left to
   drain, so that it becomes wholly free and can go back to the platform;
 * failing that, the smallest wholly free ("idle") segment of its arena, but a
-  large request never carves a segment more than ``MAX_SPLIT_RATIO`` times its
+  large request does not carve a segment more than ``MAX_SPLIT_RATIO`` times its
   size: the pool goes to the platform instead, so that a small array cannot
-  strand most of a big allocation;
+  strand most of a big allocation (the manager lifts that bound while it churns:
+  ``take(size, bound=False)``);
 * freed blocks are merged with their free neighbours of the same segment when
   the pool next misses (``flush``), never across segments: two platform
   allocations may touch in the address space.
@@ -171,16 +172,21 @@ class Segments:
         self._set_busy(base, self.busy[base] - 1)
         self._link(ptr, size)
 
-    def flush(self, exact: dict[int, list[int]]) -> None:
-        """Merge every block waiting in the exact-size lists ``exact`` into the index."""
-        for size, ptrs in exact.items():
-            for ptr in ptrs:
+    def flush(self, exact: dict[int, list[int]], arena: int | None = None) -> None:
+        """Merge the blocks waiting in the exact-size lists ``exact`` into the index: all of
+        them, or those of one arena (a block's size tells its arena)."""
+        if arena is None:
+            sizes = list(exact)
+        else:
+            sizes = [size for size in exact if (size > SMALL_MAX) == (arena == LARGE)]
+        for size in sizes:
+            for ptr in exact.pop(size):
                 self.insert(ptr, size)
-        exact.clear()
 
     # allocation ----------------------------------------------------------------------
-    def take(self, size: int) -> int | None:
-        """A block of ``size`` bytes split off a free piece (see the policy), or None."""
+    def take(self, size: int, bound: bool = True) -> int | None:
+        """A block of ``size`` bytes split off a free piece (see the policy), or None;
+        ``bound``: whether the split bound of idle large segments applies."""
         if size <= SMALL_MAX:
             found = self.small.best(size)
             arena = SMALL
@@ -192,7 +198,7 @@ class Segments:
             arena = LARGE
         if found is None:
             found = self.idle[arena].best(size)
-            if found is None or (arena == LARGE and found[0] > size * MAX_SPLIT_RATIO):
+            if found is None or (bound and arena == LARGE and found[0] > size * MAX_SPLIT_RATIO):
                 return None
         piece, ptr = found
         base = self.base[ptr]
