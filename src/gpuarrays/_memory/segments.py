@@ -20,8 +20,10 @@ measurements behind it are in docs/decisions.md, "Memory accounting"):
   size: the pool goes to the platform instead, so that a small array cannot
   strand most of a big allocation (the manager lifts that bound while it churns:
   ``take(size, bound=False)``);
-* freed blocks are merged with their free neighbours of the same segment when
-  the pool next misses (``flush``), never across segments: two platform
+* freed blocks wait in the exact-size lists and are merged with their free
+  neighbours of the same segment by ``flush`` (the manager calls it for the
+  large ones before every large search, for the small ones when no merged piece
+  fits, for all in trim and the ladder), never across segments: two platform
   allocations may touch in the address space.
 
 Every method runs under the manager's lock; platform calls are the manager's.
