@@ -58,8 +58,8 @@ def check_pool(mgr, faulty=None) -> None:
             for base, (size, arena) in segments.segments.items():
                 if arena == seg.SMALL:  # small segments are at most SMALL_SEGMENT
                     assert size <= seg.SMALL_SEGMENT
-                else:  # a large segment was opened by a large request
-                    assert arena == seg.LARGE and size > seg.SMALL_MAX
+                else:  # a large or huge segment was opened by a request of its arena
+                    assert arena == seg.arena_of(size) != seg.SMALL
                 at = base
                 previous_merged = False
                 for ptr, n in sorted(by_base[base]):  # the pieces tile the segment
@@ -82,12 +82,13 @@ def check_pool(mgr, faulty=None) -> None:
                 elif arena == seg.SMALL:
                     tree = segments.small
                 else:
-                    tree = segments.large[min(segments.busy[base], seg.BUSY_CAP)]
+                    tree = segments.busiest[arena][min(segments.busy[base], seg.BUSY_CAP)]
                 entries = tree.bins[seg._bin(n)]
                 assert (n, ptr) in entries and entries == sorted(entries)
                 assert segments.ends[ptr + n] == ptr
             assert len(segments.ends) == len(merged)
-            trees = [*segments.idle, segments.small, *segments.large]
+            trees = [*segments.idle, segments.small, *segments.busiest[seg.LARGE],
+                     *segments.busiest[seg.HUGE]]
             assert sum(len(e) for t in trees for e in t.bins.values()) == len(merged)
             for tree in trees:
                 assert tree.mask == sum(1 << b for b in tree.bins)

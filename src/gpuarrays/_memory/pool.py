@@ -37,7 +37,7 @@ from .. import _core
 from .._common.errors import BackendError, GPUArraysWarning, OutOfMemoryError
 from .._common.sizes import format_bytes, parse_size
 from ..backends.base import KINDS, BackendOutOfMemory
-from .segments import LARGE, SMALL, SMALL_MAX, Segments
+from .segments import HUGE, LARGE, SMALL, SMALL_MAX, Segments, arena_of
 from .state import state
 from .storage import Epoch
 
@@ -219,10 +219,10 @@ class MemoryManager(_core.Pool):
                 bound = self.churn <= CHURN_MAX
                 self.churn -= self.churn / CHURN_WINDOW
                 if size > SMALL_MAX:  # large: the best fit needs every free piece merged
-                    segments.flush(exact, LARGE)
+                    segments.flush(exact, (arena_of(size),))
                 ptr = segments.take(size, bound)
                 if ptr is None and size <= SMALL_MAX and exact:
-                    segments.flush(exact, SMALL)  # small: waiting blocks keep serving hits
+                    segments.flush(exact, (SMALL,))  # small: waiting blocks serve hits
                     ptr = segments.take(size, bound)
                 if ptr is None:
                     return None
@@ -332,7 +332,7 @@ class MemoryManager(_core.Pool):
                 idle = []
                 for kind, segments in self.segments.items():
                     # a miss leaves small waiting blocks alone: they serve exact-size hits
-                    segments.flush(self.free_lists[kind], None if need is None else LARGE)
+                    segments.flush(self.free_lists[kind], None if need is None else (LARGE, HUGE))
                     idle.extend((size, base, arena, kind)
                                 for size, base, arena in segments.idle_segments())
                 if need is None:

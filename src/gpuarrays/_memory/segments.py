@@ -6,17 +6,20 @@ exact-size lists (``MemoryManager.free_lists``, the compiled hit's tier), and
 merged free pieces, which this module indexes for best fit.  Small requests
 (up to ``SMALL_MAX``) share segments of ``SMALL_SEGMENT`` bytes; a larger request
 gets a segment of its own size, which later serves smaller requests by splitting.
+There are three arenas, which never share a segment: small, large (up to
+``HUGE_MIN``) and huge, so that the largest requests are not blocked by
+medium-sized blocks left in their segments.
 
 The policy (docs/design.md, "Pools, limits and the out-of-memory ladder"; the
 measurements behind it are in docs/decisions.md, "Memory accounting"):
 
 * a small request takes the smallest merged free piece that fits in a small
   segment that also holds other blocks (best fit; the rest stays free);
-* a large request takes the best fit among the segments holding the most
-  blocks (counted up to ``BUSY_CAP``): a segment with few blocks is left to
+* a large or huge request takes the best fit, in its arena, among the segments
+  holding the most blocks (counted up to ``BUSY_CAP``): a segment with few blocks is left to
   drain, so that it becomes wholly free and can go back to the platform;
 * failing that, the smallest wholly free ("idle") segment of its arena, but a
-  large request does not carve a segment more than ``MAX_SPLIT_RATIO`` times its
+  large or huge request does not carve a segment more than ``MAX_SPLIT_RATIO`` times its
   size: the pool goes to the platform instead, so that a small array cannot
   strand most of a big allocation (the manager lifts that bound while it churns:
   ``take(size, bound=False)``);
@@ -33,13 +36,20 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 
-__all__ = ["Segments", "SMALL_MAX", "SMALL_SEGMENT", "MAX_SPLIT_RATIO", "BUSY_CAP"]
+__all__ = ["Segments", "SMALL_MAX", "SMALL_SEGMENT", "HUGE_MIN", "MAX_SPLIT_RATIO",
+           "BUSY_CAP", "arena_of"]
 
 SMALL_MAX = 1 << 20  # requests up to 1 MiB share segments ...
 SMALL_SEGMENT = 2 << 20  # ... of 2 MiB
+HUGE_MIN = 32 << 20  # requests above 32 MiB are huge
 MAX_SPLIT_RATIO = 1.5  # an idle large segment serves requests of at least 2/3 its size
 BUSY_CAP = 8  # large segments holding this many blocks or more count as equally busy
-SMALL, LARGE = 0, 1
+SMALL, LARGE, HUGE = 0, 1, 2
+
+
+def arena_of(size: int) -> int:
+    """The arena of a block size (the arena of the segment it comes from)."""
+    return SMALL if size <= SMALL_MAX else LARGE if size <= HUGE_MIN else HUGE
 
 
 def _bin(size: int) -> int:
@@ -100,10 +110,11 @@ class Segments:
     ``busy``: base -> the segment's pieces that are not merged free pieces (live blocks
     and blocks waiting in the exact-size lists); ``pieces``: base -> its merged free pieces.
     Free pieces of segments that also hold blocks are indexed in ``small`` (best fit) or,
-    for large segments, in ``large[min(busy, BUSY_CAP)]``; wholly free segments in ``idle``.
+    for large and huge segments, in ``busiest[arena][min(busy, BUSY_CAP)]``; wholly free
+    segments in ``idle[arena]``.
     """
 
-    __slots__ = ("segments", "base", "free", "ends", "busy", "pieces", "small", "large",
+    __slots__ = ("segments", "base", "free", "ends", "busy", "pieces", "small", "busiest",
                  "idle")
 
     def __init__(self) -> None:
@@ -114,8 +125,9 @@ class Segments:
         self.busy: dict[int, int] = {}
         self.pieces: dict[int, set[int]] = {}
         self.small = FreeTree()
-        self.large = tuple(FreeTree() for _ in range(BUSY_CAP + 1))  # [0] stays empty
-        self.idle = (FreeTree(), FreeTree())  # wholly free segments, per arena
+        self.busiest = {arena: tuple(FreeTree() for _ in range(BUSY_CAP + 1))  # [0] unused
+                        for arena in (LARGE, HUGE)}
+        self.idle = (FreeTree(), FreeTree(), FreeTree())  # wholly free segments, per arena
 
     @staticmethod
     def segment_size(size: int) -> int:
@@ -129,7 +141,7 @@ class Segments:
             return self.idle[arena]
         if arena == SMALL:
             return self.small
-        return self.large[min(self.busy[base], BUSY_CAP)]
+        return self.busiest[arena][min(self.busy[base], BUSY_CAP)]
 
     def _link(self, ptr: int, size: int) -> None:
         base = self.base[ptr]
@@ -148,12 +160,13 @@ class Segments:
     def _set_busy(self, base: int, busy: int) -> None:
         """Change a segment's count of blocks, moving its free pieces to their new bin."""
         old = self.busy[base]
-        if self.segments[base][1] == LARGE and old and busy and (
-                min(old, BUSY_CAP) != min(busy, BUSY_CAP)):
-            pieces = [(self.free[ptr], ptr) for ptr in self.pieces[base]]
-            for size, ptr in pieces:
-                self.large[min(old, BUSY_CAP)].remove(size, ptr)
-                self.large[min(busy, BUSY_CAP)].add(size, ptr)
+        arena = self.segments[base][1]
+        if arena != SMALL and old and busy and min(old, BUSY_CAP) != min(busy, BUSY_CAP):
+            trees = self.busiest[arena]
+            for ptr in self.pieces[base]:
+                size = self.free[ptr]
+                trees[min(old, BUSY_CAP)].remove(size, ptr)
+                trees[min(busy, BUSY_CAP)].add(size, ptr)
         self.busy[base] = busy
 
     def insert(self, ptr: int, size: int) -> None:
@@ -174,13 +187,13 @@ class Segments:
         self._set_busy(base, self.busy[base] - 1)
         self._link(ptr, size)
 
-    def flush(self, exact: dict[int, list[int]], arena: int | None = None) -> None:
+    def flush(self, exact: dict[int, list[int]], arenas: tuple[int, ...] | None = None) -> None:
         """Merge the blocks waiting in the exact-size lists ``exact`` into the index: all of
-        them, or those of one arena (a block's size tells its arena)."""
-        if arena is None:
+        them, or those of some arenas (a block's size tells its arena)."""
+        if arenas is None:
             sizes = list(exact)
         else:
-            sizes = [size for size in exact if (size > SMALL_MAX) == (arena == LARGE)]
+            sizes = [size for size in exact if arena_of(size) in arenas]
         for size in sizes:
             for ptr in exact.pop(size):
                 self.insert(ptr, size)
@@ -189,18 +202,17 @@ class Segments:
     def take(self, size: int, bound: bool = True) -> int | None:
         """A block of ``size`` bytes split off a free piece (see the policy), or None;
         ``bound``: whether the split bound of idle large segments applies."""
-        if size <= SMALL_MAX:
+        arena = arena_of(size)
+        if arena == SMALL:
             found = self.small.best(size)
-            arena = SMALL
         else:
             found = None
-            for tree in reversed(self.large):  # the busiest segments first
+            for tree in reversed(self.busiest[arena]):  # the busiest segments first
                 if tree.mask and (found := tree.best(size)) is not None:
                     break
-            arena = LARGE
         if found is None:
             found = self.idle[arena].best(size)
-            if found is None or (bound and arena == LARGE and found[0] > size * MAX_SPLIT_RATIO):
+            if found is None or (bound and arena != SMALL and found[0] > size * MAX_SPLIT_RATIO):
                 return None
         piece, ptr = found
         base = self.base[ptr]
@@ -213,7 +225,7 @@ class Segments:
 
     def add_segment(self, base: int, seg_size: int, size: int) -> None:
         """A new platform allocation of ``seg_size`` bytes; its first ``size`` are taken."""
-        self.segments[base] = (seg_size, SMALL if size <= SMALL_MAX else LARGE)
+        self.segments[base] = (seg_size, arena_of(size))
         self.base[base] = base
         self.busy[base] = 1
         self.pieces[base] = set()
