@@ -3,11 +3,12 @@
 One :class:`MemoryManager` per device holds one pool per memory kind.  Sizes
 are rounded up to ``GRANULARITY`` (512 B).  A freed block first waits in an
 exact-size free list (a dict of lists), where the next request of the same size
-finds it in O(1) -- a loop's warm hit.  On a miss, the waiting blocks are merged
-with their free neighbours and the request takes the best-fitting free piece of
-a platform allocation (``segments.py``: splitting, merging, arenas, the bounds
-on oversize splits); only when nothing fits does the pool go to the platform,
-giving wholly free platform allocations back first.
+finds it in O(1) -- a loop's warm hit.  On a miss, the request takes the
+best-fitting free piece of a platform allocation, after the waiting blocks that
+matter merged with their free neighbours (``segments.py``: splitting, merging,
+arenas, the bound on oversize splits); only when nothing fits does the pool go
+to the platform, giving wholly free platform allocations back first as far as
+the budget (``IDLE_HEADROOM``) asks.
 
 The warm-pool hit and every free are compiled (``_core.Pool``, the base class
 of :class:`MemoryManager`); misses, the ladder, trim, resets and statistics
@@ -46,8 +47,8 @@ __all__ = ["MemoryManager", "GRANULARITY", "round_size", "ladder_hooks", "usage_
 GRANULARITY = _core.GRANULARITY  # 512: the compiled hit rounds the same way
 _MASK = -GRANULARITY
 # Wholly free segments stay cached while the reserved bytes stay within this factor of the
-# most ever used (or the most ever reserved); beyond it a miss gives them back before it
-# calls the platform (docs/decisions.md, "Memory accounting").
+# most used since the last trim (or the most reserved since); beyond it a miss gives them
+# back before it calls the platform (docs/decisions.md, "Memory accounting").
 IDLE_HEADROOM = 1.1
 # Churn: a miss that gave segments back and then called the platform.  While churn passes
 # CHURN_MAX of the misses (a moving average over about CHURN_WINDOW), idle large segments
