@@ -217,6 +217,36 @@ def test_an_idle_large_segment_is_not_carved_for_a_much_smaller_request(device):
         other.free()
 
 
+def test_huge_and_large_requests_never_share_a_segment(device):
+    ga.trim(device)
+    u8(100 * MiB, device).free()  # room in the budget: idle segments are kept below
+    with inject(device) as fb:
+        huge = u8(40 * MiB, device)  # the idle 100 MiB is more than 1.5x: a new one
+        ptr = huge.storage.ptr
+        huge.free()
+        large = u8(30 * MiB, device)  # 40 MiB is within 1.5x, but of the huge arena
+        assert large.storage.ptr != ptr and fb.calls["allocate"] == 2
+        assert ga.memory_stats(device)["pool_segments"] >= 2
+        other = u8(36 * MiB, device)  # huge: carved from the idle huge segment
+        assert other.storage.ptr == ptr and fb.calls["allocate"] == 2
+        check_pool(device.memory)
+        large.free()
+        other.free()
+
+
+def test_cycling_large_sizes_rarely_reach_the_platform(device):
+    ga.trim(device)
+    keep = u8(10 * MiB, device)
+    sizes = [3 * MiB, 5 * MiB, 7 * MiB, 9 * MiB]
+    with inject(device) as fb:
+        for i in range(400):
+            u8(sizes[i % 4], device).free()
+        # the split bound alone would send every allocation to the platform
+        assert fb.calls["allocate"] <= 40
+    check_pool(device.memory)
+    keep.free()
+
+
 def test_trim_gives_back_only_wholly_free_segments(device):
     ga.trim(device)
     with inject(device) as fb:

@@ -364,8 +364,9 @@ class MemoryManager(_core.Pool):
             with self.lock:
                 self.reserved -= released
                 self.backend_frees += len(blocks)
-                if need is None:  # trimmed: the budget starts again from here
+                if need is None:  # trimmed: the budget and the churn average start again
                     self.high_reserved, self.high_used = self.reserved, self.used
+                    self.churn = 0.0
         return released
 
     def synchronize(self) -> None:

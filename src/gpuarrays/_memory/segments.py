@@ -201,7 +201,7 @@ class Segments:
     # allocation ----------------------------------------------------------------------
     def take(self, size: int, bound: bool = True) -> int | None:
         """A block of ``size`` bytes split off a free piece (see the policy), or None;
-        ``bound``: whether the split bound of idle large segments applies."""
+        ``bound``: whether the split bound of idle large and huge segments applies."""
         arena = arena_of(size)
         if arena == SMALL:
             found = self.small.best(size)
