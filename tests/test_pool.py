@@ -23,6 +23,7 @@ from gpuarrays._memory.pool import GRANULARITY, LADDER_STEPS, round_size
 from gpuarrays.backends.base import Backend
 
 KiB = 1024
+MiB = 1 << 20
 faulty = faults.faulty  # the fixture: a FaultyBackend installed on the test's device
 
 
@@ -131,9 +132,9 @@ def test_same_rounded_size_gets_the_same_address_back(device, faulty):
     assert b.storage.ptr == ptr
     assert faulty.calls["allocate"] == calls  # served by the pool, no back-end call
     b.free()
-    c = u8(1025, device)  # 1536-byte block: not the 1024-byte one
-    assert c.storage.ptr != ptr
-    assert faulty.calls["allocate"] == calls + 1
+    c = u8(1025, device)  # 1536-byte block: cut from a free piece, no back-end call either
+    assert c.storage.ptr != ptr  # the 1024-byte block still waits for its own size
+    assert faulty.calls["allocate"] == calls
     del c
     # Garbage collection gives the block back the same way.
     d = u8(1024, device)
@@ -167,8 +168,10 @@ def test_pool_blocks_are_per_kind(device):
 
 
 def test_trim_returns_every_free_block_to_the_backend(device, faulty):
+    ga.trim(device)
     rng = random.Random(1)
     sizes = [rng.randrange(1, 64 * KiB) for _ in range(40)] + [512, 512, 513]
+    sizes += [rng.randrange(1, 8 << 20) for _ in range(6)]  # large ones: their own segments
     arrays = [u8(n, device) for n in sizes]
     ptrs = {a.storage.ptr for a in arrays}
     assert len(ptrs) == len(arrays)
@@ -185,13 +188,15 @@ def test_trim_returns_every_free_block_to_the_backend(device, faulty):
     assert released >= blocks
     after = stats(device)
     assert after["reserved_bytes"] == mid["reserved_bytes"] - released
-    assert after["reserved_bytes"] == after["used_bytes"]
-    assert after["pool_free_blocks"] == 0 and after["pool_cached_bytes"] == 0
-    assert ptrs <= {p for p, _ in faulty.freed}
-    assert faulty.calls["free"] == mid["pool_free_blocks"]
+    assert after["pool_segments"] == mid["pool_segments"] - faulty.calls["free"]
+    # Every block lay in a platform allocation that went back whole.
+    segments = sorted(faulty.freed)
+    assert sum(size for _, size in segments) == released
+    for a, n in zip(arrays, sizes, strict=True):
+        assert any(p <= a.storage.ptr and a.storage.ptr + n <= p + size for p, size in segments)
     assert after["backend_free_count"] - mid["backend_free_count"] == faulty.calls["free"]
     assert ga.trim(device) == 0  # nothing left to give back
-    assert faulty.calls["free"] == mid["pool_free_blocks"]
+    assert after["pool_free_blocks"] == stats(device)["pool_free_blocks"]
 
 
 def test_trim_keeps_live_arrays_intact(device):
@@ -317,7 +322,7 @@ class _FreesOnCollection:
         self.array.free()
 
 
-def test_gc_inside_an_allocation_frees_exactly(device, faulty):
+def test_gc_inside_an_allocation_frees_exactly(device, trimmed, faulty):
     mgr = device.memory
     before = stats(device)
     _FreesOnCollection(u8(2000, device), u8(600, device))  # garbage, kept by its cycle
@@ -327,17 +332,17 @@ def test_gc_inside_an_allocation_frees_exactly(device, faulty):
         seen.append(gc.collect())
 
     faulty.on_call("allocate", collect_inside)
-    b = u8(64 * KiB + 7, device)  # a new size: reaches the back-end, which collects
+    b = u8(33 * MiB + 7, device)  # a new large size: reaches the back-end, which collects
     faulty.on_call("allocate", None)
     assert seen and seen[0] > 0
     after = stats(device)
     assert delta(after, before, "alloc_count", "free_count", "used_bytes") == {
-        "alloc_count": 3, "free_count": 2, "used_bytes": round_size(64 * KiB + 7)}
+        "alloc_count": 3, "free_count": 2, "used_bytes": round_size(33 * MiB + 7)}
     b.free()
     assert not mgr.pending
 
 
-def test_gc_with_the_lock_held_queues_and_does_not_deadlock(device, faulty):
+def test_gc_with_the_lock_held_queues_and_does_not_deadlock(device, trimmed, faulty):
     mgr = device.memory
     before = stats(device)
     _FreesOnCollection(u8(2000, device), u8(600, device))
@@ -348,13 +353,13 @@ def test_gc_with_the_lock_held_queues_and_does_not_deadlock(device, faulty):
 
     faulty.on_call("allocate", collect_with_lock_held)
     box = []
-    run_with_timeout(lambda: box.append(u8(96 * KiB + 1, device)), lock=mgr.lock)
+    run_with_timeout(lambda: box.append(u8(35 * MiB + 1, device)), lock=mgr.lock)
     faulty.on_call("allocate", None)
     assert len(mgr.pending) == 2  # both frees were queued
     after = stats(device)
     assert not mgr.pending
     assert delta(after, before, "alloc_count", "free_count", "used_bytes") == {
-        "alloc_count": 3, "free_count": 2, "used_bytes": round_size(96 * KiB + 1)}
+        "alloc_count": 3, "free_count": 2, "used_bytes": round_size(35 * MiB + 1)}
 
 
 def test_threads_allocate_derive_free_with_gc_from_other_threads(device):
@@ -558,11 +563,11 @@ def test_each_ladder_step_retries_the_allocation(device, trimmed, faulty, failur
     a.free()
 
 
-def test_ladder_exhausted_raises_out_of_memory(device, faulty):
+def test_ladder_exhausted_raises_out_of_memory(device, trimmed, faulty):
     before = stats(device)
     faulty.fail("allocate", times=None)  # the platform is out of memory for good
     with pytest.raises(ga.OutOfMemoryError) as info:
-        u8(300 * KiB + 5, device)
+        u8(40 * MiB + 5, device)
     err = info.value
     assert isinstance(err, MemoryError) and isinstance(err, ga.GPUArraysError)
     after = stats(device)
@@ -571,24 +576,26 @@ def test_ladder_exhausted_raises_out_of_memory(device, faulty):
     # Nothing leaked into the books.
     assert delta(after, before, "alloc_count", "used_bytes", "free_count") == {
         "alloc_count": 0, "used_bytes": 0, "free_count": 0}
-    assert after["reserved_bytes"] == before["reserved_bytes"] - before["pool_cached_bytes"]
+    # The pool was trimmed: the ladder had no wholly free segment to give back.
+    assert delta(after, before, "reserved_bytes", "pool_segments") == {
+        "reserved_bytes": 0, "pool_segments": 0}
     faulty.heal()
-    u8(300 * KiB + 5, device).free()
+    u8(40 * MiB + 5, device).free()
 
 
 def test_ladder_step_release_pool_blocks(device, faulty, trimmed):
     base = stats(device)["reserved_bytes"]
-    ga.set_memory_limit(base + 16 * KiB, device)
-    u8(16 * KiB, device).free()  # the pool now holds the whole budget
+    ga.set_memory_limit(base + 2 * MiB, device)
+    u8(16 * KiB, device).free()  # a small segment of 2 MiB, kept idle: the whole budget
     before = stats(device)
-    assert before["reserved_bytes"] == base + 16 * KiB
+    assert before["reserved_bytes"] == base + 2 * MiB
     frees = faulty.calls["free"]
-    a = u8(8 * KiB, device)  # another size: only trimming the pool makes room
+    a = u8(3 * MiB // 2, device)  # large: only trimming the small segment makes room
     after = stats(device)
     assert after["oom_last_step"] == "release unused pool blocks"
     assert after["oom_retries"] - before["oom_retries"] == 2
     assert faulty.calls["free"] == frees + 1
-    assert after["reserved_bytes"] == base + 8 * KiB
+    assert after["reserved_bytes"] == base + 3 * MiB // 2
     a.free()
 
 

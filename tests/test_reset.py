@@ -56,14 +56,16 @@ def test_stale_finalizers_never_free_reused_addresses(device):
     stale = make(device)
     stale_values = fill_distinct(stale, 1)
     views = [a[1:] for a in stale[::3]]
-    stale_ptrs = {a.storage.ptr for a in stale}
+    stale_spans = [(a.storage.ptr, a.storage.ptr + a.nbytes) for a in stale]
     ga.device_reset(device)
     fresh = make(device)
     fresh_values = fill_distinct(fresh, 10_000)
-    reused = stale_ptrs & {a.storage.ptr for a in fresh}
+    reused = [a for a in fresh if any(lo < a.storage.ptr + a.nbytes and a.storage.ptr < hi
+                                      for lo, hi in stale_spans)]
     if device.backend == "cpu":
-        # The point of the test: the platform handed the same addresses out again.
-        assert reused, "the C allocator reused no address; the test proves nothing"
+        # The point of the test: the platform handed the same memory out again (the pool
+        # carves both generations from platform segments, so compare ranges, not addresses).
+        assert reused, "the C allocator reused no memory; the test proves nothing"
     del stale, views
     gc.collect()  # stale finalizers run now, on addresses fresh arrays own
     more = make(device)
@@ -375,11 +377,14 @@ def test_garbage_collected_cache_after_reset(device):
         ga.empty(256, device=device).free()
     ga.device_reset(device)
     fresh = [ga.full(256, i, device=device) for i in range(4)]
+    before = ga.memory_stats(device)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         del cache
         gc.collect()
-    assert ga.memory_stats(device)["pool_free_blocks"] == 0
+    after = ga.memory_stats(device)
+    assert after["pool_free_blocks"] == before["pool_free_blocks"]  # nothing stale came back
+    assert after["pool_cached_bytes"] == before["pool_cached_bytes"]
     check_intact(fresh, [0, 1, 2, 3])
 
 

@@ -1,9 +1,14 @@
 """Per-device memory manager: pools, limits, the out-of-memory ladder, counters.
 
-One :class:`MemoryManager` per device holds one pool per memory kind.  A pool
-keeps freed blocks for reuse in exact-size free lists: sizes are rounded up to
-``GRANULARITY`` (512 B) and looked up in a dict, so finding a block costs the
-same with ten free blocks or ten thousand.
+One :class:`MemoryManager` per device holds one pool per memory kind.  Sizes
+are rounded up to ``GRANULARITY`` (512 B).  A freed block first waits in an
+exact-size free list (a dict of lists), where the next request of the same size
+finds it in O(1) -- a loop's warm hit.  On a miss, the request takes the
+best-fitting free piece of a platform allocation, after the waiting blocks that
+matter merged with their free neighbours (``segments.py``: splitting, merging,
+arenas, the bound on oversize splits); only when nothing fits does the pool go
+to the platform, giving wholly free platform allocations back first as far as
+the budget (``IDLE_HEADROOM``) asks.
 
 The warm-pool hit and every free are compiled (``_core.Pool``, the base class
 of :class:`MemoryManager`); misses, the ladder, trim, resets and statistics
@@ -33,6 +38,7 @@ from .. import _core
 from .._common.errors import BackendError, GPUArraysWarning, OutOfMemoryError
 from .._common.sizes import format_bytes, parse_size
 from ..backends.base import KINDS, BackendOutOfMemory
+from .segments import HUGE, LARGE, SMALL, SMALL_MAX, Segments, arena_of
 from .state import state
 from .storage import Epoch
 
@@ -40,6 +46,15 @@ __all__ = ["MemoryManager", "GRANULARITY", "round_size", "ladder_hooks", "usage_
 
 GRANULARITY = _core.GRANULARITY  # 512: the compiled hit rounds the same way
 _MASK = -GRANULARITY
+# Wholly free segments stay cached while the reserved bytes stay within this factor of the
+# most used since the last trim (or the most reserved since); beyond it a miss gives them
+# back before it calls the platform (docs/decisions.md, "Memory accounting").
+IDLE_HEADROOM = 1.1
+# Churn: a miss that gave segments back and then called the platform.  While churn passes
+# CHURN_MAX of the misses (a moving average over about CHURN_WINDOW), idle large segments
+# serve requests of any size (the split bound of segments.py is lifted).
+CHURN_MAX = 0.04
+CHURN_WINDOW = 256
 
 # Steps other modules add to the out-of-memory ladder: fn(device) -> None.
 ladder_hooks: list[Callable] = []
@@ -68,7 +83,7 @@ class MemoryManager(_core.Pool):
     __slots__ = (
         "impl", "index", "sites", "reserved", "dropped_count", "dropped_bytes", "oom_retries",
         "oom_last_step", "backend_allocs", "backend_frees", "limit", "_in_report",
-        "platform_lock",
+        "platform_lock", "segments", "high_used", "high_reserved", "churn",
     )
 
     def __init__(self, device) -> None:
@@ -79,11 +94,16 @@ class MemoryManager(_core.Pool):
         # and while a reset ends the epoch and resets the platform: a reset can never
         # free what trim is freeing, or the reverse.  Never taken by finalizers.
         self.platform_lock = threading.RLock()
+        self.segments: dict[str, Segments] = {}
         for kind in device.kinds:
             self.free_lists[kind] = {}
+            self.segments[kind] = Segments()
         self.sites: dict[int, str | None] = {}  # ptr -> allocation site (while recording)
         self.epoch = Epoch(0)
         self.reserved = 0
+        # high-water marks since the last trim or reset, the budget of cached idle segments
+        self.high_used = self.high_reserved = 0
+        self.churn = 0.0
         # Blocks that left the books at a reset without being freed (free counts exclude them).
         self.dropped_count = self.dropped_bytes = 0
         self.oom_retries = self.backend_allocs = self.backend_frees = 0
@@ -114,6 +134,8 @@ class MemoryManager(_core.Pool):
         used = self.used = self.used + size
         if used > self.peak:
             self.peak = used
+        if used > self.high_used:  # the compiled hit leaves it: it only reuses blocks
+            self.high_used = used
         self.alloc_count += 1
         self.alloc_bytes += size
         self.live[ptr] = size
@@ -129,7 +151,13 @@ class MemoryManager(_core.Pool):
             rec.bytes += size
 
     def _grow(self, kind: str, size: int) -> tuple[int, Epoch]:
-        """A new block from the back-end, running the ladder when needed: (ptr, epoch)."""
+        """A new block from the back-end, running the ladder when needed: (ptr, epoch).
+
+        Wholly free platform allocations go back first, largest first, until the new one
+        fits in the budget (``IDLE_HEADROOM``); one small segment is always kept.
+        """
+        if self._release_idle(Segments.segment_size(size)):
+            self.churn += 1 / CHURN_WINDOW
         found = self._try_backend(kind, size)
         if found is None:
             found = self._ladder(kind, size)
@@ -143,19 +171,24 @@ class MemoryManager(_core.Pool):
             return self._try_backend_locked(kind, size)
 
     def _try_backend_locked(self, kind: str, size: int) -> tuple[int, Epoch] | None:
+        """A new platform allocation (a segment) whose first ``size`` bytes are taken."""
         with self.lock:
-            if self.limit is not None and self.reserved + size > self.limit:
-                return None
-            self.reserved += size  # reserve before the call so threads respect the limit
+            seg_size = Segments.segment_size(size)
+            if self.limit is not None:
+                if self.reserved + size > self.limit:
+                    return None
+                # a small segment shrinks to the room the limit leaves (never below size)
+                seg_size = max(size, min(seg_size, (self.limit - self.reserved) & _MASK))
+            self.reserved += seg_size  # reserve before the call so threads respect the limit
             epoch = self.epoch
         try:
-            ptr = self.impl.allocate(self.index, kind, size)
+            ptr = self.impl.allocate(self.index, kind, seg_size)
         except BackendOutOfMemory:
             ptr = None
         except BaseException:
             with self.lock:
                 if self.epoch is epoch:
-                    self.reserved -= size
+                    self.reserved -= seg_size
             raise
         with self.lock:
             if self.epoch is not epoch:
@@ -164,9 +197,13 @@ class MemoryManager(_core.Pool):
                 # dropped it) -- never count or reuse it; the storage is born reset.
                 return (ptr, epoch) if ptr is not None else None
             if ptr is None:
-                self.reserved -= size
+                self.reserved -= seg_size
                 return None
             self.backend_allocs += 1
+            self.segments[kind].add_segment(ptr, seg_size, size)
+            self.pool_bytes += seg_size - size
+            if self.reserved > self.high_reserved:
+                self.high_reserved = self.reserved
             self._count_taken_locked(ptr, size, kind)
         self._note_taken(ptr, size, kind)
         return ptr, epoch
@@ -174,10 +211,22 @@ class MemoryManager(_core.Pool):
     def _try_pool(self, kind: str, size: int) -> tuple[int, Epoch] | None:
         with self.lock:
             self._apply_pending_locked()
-            blocks = self.free_lists[kind].get(size)
-            if not blocks:
-                return None
-            ptr = blocks.pop()
+            exact = self.free_lists[kind]
+            blocks = exact.get(size)
+            if blocks:
+                ptr = blocks.pop()
+            else:  # a miss: merge the waiting blocks (small ones only if needed), best fit
+                segments = self.segments[kind]
+                bound = self.churn <= CHURN_MAX
+                self.churn -= self.churn / CHURN_WINDOW
+                if size > SMALL_MAX:  # large: the best fit needs every free piece merged
+                    segments.flush(exact, (arena_of(size),))
+                ptr = segments.take(size, bound)
+                if ptr is None and size <= SMALL_MAX and exact:
+                    segments.flush(exact, (SMALL,))  # small: waiting blocks serve hits
+                    ptr = segments.take(size, bound)
+                if ptr is None:
+                    return None
             self.pool_bytes -= size
             self._count_taken_locked(ptr, size, kind)
             epoch = self.epoch
@@ -270,27 +319,54 @@ class MemoryManager(_core.Pool):
 
     # maintenance --------------------------------------------------------------------
     def trim(self) -> int:
-        """Give every unused pool block back to the back-end; returns the bytes released."""
+        """Give every wholly free platform allocation back; returns the bytes released."""
+        return self._release_idle(None)
+
+    def _release_idle(self, need: int | None) -> int:
+        """Give back wholly free segments: all of them when ``need`` is None (trim, after
+        merging every waiting block), else (a miss, after merging the large waiting
+        blocks) the largest first until ``need`` more bytes fit in the budget, keeping
+        one small segment.  Returns the bytes released."""
         with self.platform_lock:
             with self.lock:
                 self._apply_pending_locked()
-                blocks = [(kind, ptr, size) for kind, free in self.free_lists.items()
-                          for size, ptrs in free.items() for ptr in ptrs]
-                for free in self.free_lists.values():
-                    free.clear()
-                self.pool_bytes = 0
+                idle = []
+                for kind, segments in self.segments.items():
+                    # a miss leaves small waiting blocks alone: they serve exact-size hits
+                    segments.flush(self.free_lists[kind], None if need is None else (LARGE, HUGE))
+                    idle.extend((size, base, arena, kind)
+                                for size, base, arena in segments.idle_segments())
+                if need is None:
+                    chosen = idle
+                else:
+                    budget = max(IDLE_HEADROOM * self.high_used, self.high_reserved)
+                    chosen, reserved, kept_small = [], self.reserved, False
+                    for entry in sorted(idle, reverse=True):
+                        if reserved + need <= budget:
+                            break
+                        if entry[2] == SMALL and not kept_small:
+                            kept_small = True
+                            continue
+                        chosen.append(entry)
+                        reserved -= entry[0]
+                blocks = [(kind, base, self.segments[kind].release(base))
+                          for _, base, _, kind in chosen]
+                self.pool_bytes -= sum(size for _, _, size in blocks)
             released = 0
             for kind, ptr, size in blocks:
                 try:
                     if not state.shutting_down:
                         self.impl.free(self.index, kind, ptr, size)
                 except BackendError as e:
-                    warnings.warn(f"freeing a pool block of {size} bytes on {self.device} "
-                                  f"failed: {e}", GPUArraysWarning, stacklevel=2)
+                    warnings.warn(f"freeing a pool segment of {size} bytes on {self.device} "
+                                  f"failed: {e}", GPUArraysWarning, stacklevel=3)
                 released += size
             with self.lock:
                 self.reserved -= released
                 self.backend_frees += len(blocks)
+                if need is None:  # trimmed: the budget and the churn average start again
+                    self.high_reserved, self.high_used = self.reserved, self.used
+                    self.churn = 0.0
         return released
 
     def synchronize(self) -> None:
@@ -309,11 +385,15 @@ class MemoryManager(_core.Pool):
             self.pending.clear()
             for free in self.free_lists.values():
                 free.clear()
+            for segments in self.segments.values():
+                segments.clear()
             self.dropped_count += len(self.live)
             self.dropped_bytes += self.used
             self.live.clear()
             self.sites.clear()
             self.used = self.pool_bytes = self.reserved = 0
+            self.high_used = self.high_reserved = 0
+            self.churn = 0.0
             return old
 
     def stats(self) -> dict:
@@ -334,7 +414,9 @@ class MemoryManager(_core.Pool):
                 "limit_bytes": self.limit,
                 "pool_cached_bytes": self.pool_bytes,
                 "pool_free_blocks": sum(len(p) for f in self.free_lists.values()
-                                        for p in f.values()),
+                                        for p in f.values())
+                + sum(len(s.free) for s in self.segments.values()),
+                "pool_segments": sum(len(s.segments) for s in self.segments.values()),
                 "live_allocations": len(self.live),
                 "backend_alloc_count": self.backend_allocs,
                 "backend_free_count": self.backend_frees,

@@ -29,7 +29,10 @@ Groups:
   PyTorch CPU and ``pyopencl.array``/``pyopencl.scan`` (docs/reductions.md, "Speed").
 * ``compute``  -- elementwise ``a + b``, ``a * 2``, ``exp(a)``, ``where(a > 0, a, 0)``
   at 1 to 16 M float32 vs NumPy, PyTorch, ``pyopencl.array`` and a one-item
-  kernel; the enqueue path; data-movement kernels (cli/bench_compute.py).
+  kernel; the enqueue path; data-movement kernels (cli/bench_compute.py);
+* ``pool-trace`` -- a seeded mixed-size trace replayed through the pool
+  (``pool_trace.py``): peak reserved / peak used, platform allocations per
+  request after warm-up, allocation time per request beside the exact-size hit.
 
 Optional libraries (PyTorch, PyOpenCL) are imported lazily; their columns are
 left empty when they are not installed.
@@ -67,20 +70,22 @@ class Settings:
     workload_iterations: int = 40
     workload_repeat: int = 5
     fragment_rounds: int = 3
+    trace_requests: int = 6000
+    trace_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     name: str = "full"
 
     @classmethod
     def quick(cls) -> Settings:
         return cls(repeat=41, target_ns=300_000, copy_sizes=(1 << 20, 16 << 20),
                    workload_iterations=10, workload_repeat=3, fragment_rounds=1,
-                   name="quick")
+                   trace_seeds=(0, 1, 2), name="quick")
 
     @classmethod
     def smoke(cls) -> Settings:
         """A run that only checks the harness works (figures mean nothing)."""
         return cls(repeat=2, target_ns=100_000, copy_sizes=(1 << 16,),
                    fragment_counts=(10, 100), workload_iterations=2, workload_repeat=1,
-                   fragment_rounds=1, name="smoke")
+                   fragment_rounds=1, trace_requests=300, trace_seeds=(0,), name="smoke")
 
 
 # timing ---------------------------------------------------------------------------
@@ -623,11 +628,40 @@ def _bench_compute(dev, settings, libs, rows, targets) -> None:
     bench_compute(dev, settings, libs, rows, targets)
 
 
+def _bench_pool_trace(dev, settings, libs, rows, targets) -> None:
+    from .pool_trace import make_trace, replay
+
+    runs = [replay(dev, make_trace(settings.trace_requests, seed=seed))
+            for seed in settings.trace_seeds]
+    libs["progress"].step("pool trace")
+    ratio = statistics.median(r.reserved_over_used for r in runs)
+    platform = max(r.platform_fraction for r in runs)
+    n = len(runs)
+    extra = {"seeds": list(settings.trace_seeds), "requests": settings.trace_requests,
+             "reserved_over_used": [r.reserved_over_used for r in runs],
+             "platform_fraction": [r.platform_fraction for r in runs],
+             "peak_used_bytes": [r.peak_used for r in runs],
+             "peak_reserved_bytes": [r.peak_reserved for r in runs]}
+    rows.append(Row("pool-trace", f"peak reserved / peak used (median of {n})", "x",
+                    {"gpuarrays": ratio}, extra))
+    rows.append(Row("pool-trace", f"platform allocations per request after warm-up (max of {n})",
+                    "%", {"gpuarrays": 100 * platform}))
+    rows.append(Row("pool-trace", "allocation per request after warm-up", "ns",
+                    {"trace mean": statistics.median(r.alloc_ns_mean for r in runs),
+                     "trace median": statistics.median(r.alloc_ns_median for r in runs),
+                     "exact-size hit": statistics.median(r.hit_ns_median for r in runs)}))
+    targets.append(Target("pool trace: peak reserved", ratio, 1.15, None, "peak used",
+                          f"median of {n} seeded traces"))
+    targets.append(Target("pool trace: platform allocations after warm-up", platform, 0.05,
+                          None, "requests", f"max of {n} seeded traces"))
+
+
 _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("fragmentation", _bench_fragmentation, None), ("dlpack", _bench_dlpack, 2),
            ("copy", _bench_copy, None), ("workload", _bench_workload, 2),
            ("random", _bench_random, 2), ("reduce", _bench_reduce, 14),
-           ("compute", _bench_compute, 19))
+           ("compute", _bench_compute, 19),
+           ("pool-trace", _bench_pool_trace, 1))
 
 _ALIASES = {"cache": "alloc"}  # the cache group is measured with the alloc group
 
@@ -715,13 +749,18 @@ def format_report(result: dict) -> str:
                 if col not in columns:
                     columns.append(col)
         ratio = group in ("derive", "alloc", "dlpack") and "torch" in columns
-        header = [f"{group} ({rows[0]['unit']})" if group != "workload" else group, *columns]
+        header = [f"{group} ({rows[0]['unit']})" if group not in ("workload", "pool-trace")
+                  else group, *columns]
         if ratio:
             header.append("gpuarrays/torch")
         body = []
         for row in rows:
             vals = row["values"]
             cells = [row["name"]] + [_fmt(vals.get(c), row["unit"]) for c in columns]
+            if group == "pool-trace" and row["unit"] != "ns":  # mixed units: say which
+                digits = 3 if row["unit"] == "x" else 2
+                cells[1:] = ["-" if vals.get(c) is None else f"{vals[c]:.{digits}f}{row['unit']}"
+                             for c in columns]
             if ratio:
                 g, t = vals.get("gpuarrays"), vals.get("torch")
                 cells.append(f"{g / t:.2f}x" if g and t else "-")
@@ -730,6 +769,9 @@ def format_report(result: dict) -> str:
         for row in rows:
             if row.get("skipped"):
                 lines.append(f"  ({row['name']}: skipped: {row['skipped']})")
+        if group == "pool-trace":
+            lines.append("  reserved / used per seed: " + ", ".join(
+                f"{x:.3f}" for x in rows[0].get("reserved_over_used", [])))
         if group == "fragmentation":
             blocks = rows[0].get("pool_free_blocks", {})
             lines.append("  free blocks in the pool while measuring: "
