@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-# Python puts this script's folder first on the path, and benchmarks/ holds scripts named like
-# standard modules (random.py): keep the folder off the path so the standard library wins.
+# Python puts this script's folder first on the path; a script in benchmarks/ named like a
+# standard module (random.py once was) would shadow it: keep the folder off the path.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
