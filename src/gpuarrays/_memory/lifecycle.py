@@ -80,19 +80,25 @@ def device_reset(device=None) -> None:
         dev.impl.reset(dev.index)
 
 
-class _KeptHome:
-    """Home of memory a reset left to the outside handles that still use it: the
-    platform frees it when the last handle goes (docs/design.md, "Reset, fork and exit")."""
+class _KeptSegment:
+    """Home of memory a reset left to the outside handles that still use it: the platform
+    allocation (a pool segment, which may hold several such blocks) is freed when the last
+    of its blocks is given back (docs/design.md, "Reset, fork and exit")."""
 
-    __slots__ = ("impl", "index")
+    __slots__ = ("impl", "index", "kind", "base", "size", "blocks")
 
-    def __init__(self, impl, index: int) -> None:
+    def __init__(self, impl, index: int, kind: str, base: int, size: int, blocks: int) -> None:
         self.impl = impl
         self.index = index
+        self.kind = kind
+        self.base = base
+        self.size = size
+        self.blocks = blocks
 
     def release_storage(self, storage) -> None:
-        if not state.shutting_down:
-            self.impl.free(self.index, storage.kind, storage.ptr, storage.block)
+        self.blocks -= 1
+        if self.blocks == 0 and not state.shutting_down:
+            self.impl.free(self.index, self.kind, self.base, self.size)
 
 
 def _keep_held(dev) -> None:
@@ -103,14 +109,21 @@ def _keep_held(dev) -> None:
         return
     detach = getattr(dev.impl, "detach", None)
     kept = lost = 0
+    by_segment: dict[tuple[str, int, int], list] = {}
     for st in held:  # pooled or cached blocks; wrapped memory stays its owner's
         if not st.block:
             continue
-        if detach is not None and detach(dev.index, st.ptr):
-            st._rehome(_KeptHome(dev.impl, dev.index))
-            kept += 1
+        base, size = dev.memory.segment_of(st.kind, st.ptr)
+        by_segment.setdefault((st.kind, base, size or st.block), []).append(st)
+    for (kind, base, size), storages in by_segment.items():
+        # The back-end knows platform allocations, not the pool's pieces: keep the segment.
+        if detach is not None and detach(dev.index, base):
+            home = _KeptSegment(dev.impl, dev.index, kind, base, size, len(storages))
+            for st in storages:
+                st._rehome(home)
+            kept += len(storages)
         else:
-            lost += 1
+            lost += len(storages)
     handles = sum(st._holds for st in held)
     if not lost:
         fate = "their memory is kept until they are dropped"

@@ -376,6 +376,19 @@ class MemoryManager(_core.Pool):
     def set_limit(self, limit: int | str | None) -> None:
         self.limit = None if limit is None else parse_size(limit, self.device.total_memory)
 
+    def segment_of(self, kind: str, ptr: int) -> tuple[int, int]:
+        """``(base, size)`` of the platform allocation holding the pool block at ``ptr``.
+
+        A block is a piece of a segment; the platform knows only the segment.  A block the
+        segment books do not know (never the case for a live pooled block) is its own.
+        """
+        with self.lock:
+            segments = self.segments.get(kind)
+            base = None if segments is None else segments.base.get(ptr)
+            if base is None:
+                return ptr, 0
+            return base, segments.segments[base][0]
+
     def new_epoch(self) -> Epoch:
         """Forget every block of the current epoch without freeing it (device reset)."""
         with self.lock:
