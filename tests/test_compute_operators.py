@@ -167,9 +167,12 @@ def test_numpy_ufuncs_run_on_the_device(device):
 
 
 def test_numpy_ufuncs_the_namespace_lacks_raise_type_error(device):
-    a = ga.ones(4, dtype="float32", device=device)
+    # NumPy 2.4 leaks the operand of a ufunc.reduce whose __array_ufunc__ returns
+    # NotImplemented (a reference it never drops): checked on a zero-size array, which holds
+    # no pool memory, so the leak cannot pin a block that later pool tests expect back.
     with pytest.raises(TypeError):
-        np.subtract.reduce(a)
+        np.subtract.reduce(ga.ones(0, dtype="float32", device=device))
+    a = ga.ones(4, dtype="float32", device=device)
     with pytest.raises(TypeError):
         np.add.outer(a, a)
     with pytest.raises(TypeError):
