@@ -91,7 +91,8 @@ def clear() -> None:
         _kernels.clear()
 
 
-def _aligned(ptr: int, strides, dtype: np.dtype) -> bool:
+def aligned(ptr: int, strides, dtype: np.dtype) -> bool:
+    """Whether every element address of the view is a multiple of its scalar size."""
     unit = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
     bits = ptr
     for s in strides:
@@ -151,19 +152,19 @@ def _signature(op: str, out: RawView, inputs: Sequence, arg_dtypes):
     sizes = [a.dtype.itemsize for a in arrays]
     index64 = not _fits32(shape, strides, sizes)
     contiguous = [_contiguous(shape, st, size) for st, size in zip(strides, sizes, strict=True)]
-    aligned = [_aligned(a.ptr, a.strides, a.dtype) for a in arrays]
+    is_aligned = [aligned(a.ptr, a.strides, a.dtype) for a in arrays]
     operands, scalars, j = [], [], 1
     for x, dt in zip(inputs, arg_dtypes, strict=True):
         compute = key_of(dt)
         if isinstance(x, RawView):
-            operands.append(Operand(key_of(x.dtype), compute, contiguous[j], aligned[j]))
+            operands.append(Operand(key_of(x.dtype), compute, contiguous[j], is_aligned[j]))
             scalars.append(None)
             j += 1
         else:
             operands.append(Operand(None, compute))
             scalars.append("c" if np.dtype(dt).kind == "c" else "r")
     sig = Signature(op, key_of(out.dtype), tuple(operands), len(shape), index64,
-                    contiguous[0], aligned[0])
+                    contiguous[0], is_aligned[0])
     tail: list[int] = [n if outer is None else int(np.prod(shape))]
     tail += shape[1:]
     for st, c in zip(strides, contiguous, strict=True):

@@ -35,6 +35,7 @@ from ..._array.make import new_array
 from ..._array.transfer import copy_raw
 from . import diskcache
 from .generator import _CTYPE, Operand, Signature, _convert, _load, _store, kernel_name, source
+from .launcher import aligned as _aligned
 
 __all__ = ["run", "Spec", "program", "LOCAL_SIZES", "plan"]
 
@@ -420,16 +421,22 @@ _kernels: dict[tuple, object] = {}
 _lock = threading.Lock()
 
 
-def _kernel(device, spec: Spec):
+def compiled(device, spec, build, kernels: dict, lock) -> object:
+    """The kernel ``build(dialect, spec)`` describes, compiled once per (device, spec) and
+    kept in ``kernels`` (the reduction's and the scan's caches share this path)."""
     key = (device, spec)
-    k = _kernels.get(key)
+    k = kernels.get(key)
     if k is None:
         impl = device.impl
-        text, name, types = program(impl.dialect, spec)
+        text, name, types = build(impl.dialect, spec)
         k = impl.compile_kernel(device.index, text, name, types, cache=diskcache.default())
-        with _lock:
-            _kernels[key] = k
+        with lock:
+            kernels[key] = k
     return k
+
+
+def _kernel(device, spec: Spec):
+    return compiled(device, spec, program, _kernels, _lock)
 
 
 def _launch(device, spec: Spec, ptrs, n_out, n_red, G, kept, red, div) -> None:
@@ -443,14 +450,6 @@ def _launch(device, spec: Spec, ptrs, n_out, n_red, G, kept, red, div) -> None:
         kernel.launch(values, -(-n_out // spec.unroll) * G, 1)
     else:
         kernel.launch(values, n_out * G * L, L)
-
-
-def _aligned(ptr: int, strides, dtype: np.dtype) -> bool:
-    unit = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
-    bits = ptr
-    for s in strides:
-        bits |= s
-    return bits % unit == 0
 
 
 def run(row, x, axes: tuple, result, count: int, correction: float) -> None:

@@ -29,7 +29,6 @@ import numpy as np
 
 from ..._array.make import new_array
 from ..._array.transfer import copy_raw
-from . import diskcache
 from . import reduce as red
 from .generator import _CTYPE, Operand, Signature, _convert, _load, _store, kernel_name, source
 
@@ -161,15 +160,7 @@ def program(d, spec: ScanSpec) -> tuple[str, str, list[str]]:
 
 
 def _kernel(device, spec: ScanSpec):
-    key = (device, spec)
-    k = _kernels.get(key)
-    if k is None:
-        impl = device.impl
-        text, name, types = program(impl.dialect, spec)
-        k = impl.compile_kernel(device.index, text, name, types, cache=diskcache.default())
-        with _lock:
-            _kernels[key] = k
-    return k
+    return red.compiled(device, spec, program, _kernels, _lock)
 
 
 def _kept(shape, xs, zs, ax: int) -> list[tuple[int, int, int]]:
