@@ -26,12 +26,8 @@ from ._array.creation import (
 )
 from ._array.dlpack import from_dlpack
 from ._array.functions import (
-    broadcast_to,
     copyto,
-    expand_dims,
     may_share_memory,
-    moveaxis,
-    reshape,
     shares_memory,
     unsafe_free,
 )
@@ -81,6 +77,33 @@ from ._memory.stats import (
 from ._memory.storage import Storage
 from .backends.base import PointerInfo
 
+# --- creation and manipulation (docs/manipulation.md): these replace the array layer's
+# reshape/broadcast_to/moveaxis/expand_dims with the standard's signatures ---
+from ._compute.manipulation import (  # noqa: E402
+    broadcast_arrays,
+    broadcast_shapes,
+    broadcast_to,
+    concat,
+    concatenate,
+    expand_dims,
+    flip,
+    moveaxis,
+    permute_dims,
+    repeat,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    tile,
+    transpose,
+    unstack,
+)
+
+_MANIPULATION = ["broadcast_arrays", "broadcast_shapes", "concat", "concatenate", "flip",
+                 "permute_dims", "repeat", "roll", "squeeze", "stack", "tile", "transpose",
+                 "unstack"]
+# --- end creation and manipulation ---
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -102,6 +125,7 @@ __all__ += [n for n in _compute_names if not n.startswith("_") and n != "install
 # reductions, statistics, scans and searching (docs/reductions.md)
 __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
             "cumulative_prod", "all", "any", "diff", "argmax", "argmin", "count_nonzero"]
+__all__ += _MANIPULATION  # creation and manipulation (docs/manipulation.md)
 
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 
