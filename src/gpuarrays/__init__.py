@@ -10,21 +10,7 @@ import sys
 
 from . import random as random  # the public subpackage gpuarrays.random (docs/random.md)
 from ._array.array import GPUArray
-from ._array.creation import (
-    arange,
-    array,
-    asarray,
-    empty,
-    empty_like,
-    full,
-    full_like,
-    ones,
-    ones_like,
-    to_numpy,
-    zeros,
-    zeros_like,
-)
-from ._array.dlpack import from_dlpack
+from ._array.creation import array, asarray, empty, to_numpy
 from ._array.functions import (
     copyto,
     may_share_memory,
@@ -78,7 +64,24 @@ from ._memory.storage import Storage
 from .backends.base import PointerInfo
 
 # --- creation and manipulation (docs/manipulation.md): these replace the array layer's
-# reshape/broadcast_to/moveaxis/expand_dims with the standard's signatures ---
+# creation functions and reshape/broadcast_to/moveaxis/expand_dims with the standard's
+# signatures and per-device default dtypes ---
+from ._compute.creation import (  # noqa: E402
+    arange,
+    empty_like,
+    eye,
+    from_dlpack,
+    full,
+    full_like,
+    linspace,
+    meshgrid,
+    ones,
+    ones_like,
+    tril,
+    triu,
+    zeros,
+    zeros_like,
+)
 from ._compute.manipulation import (  # noqa: E402
     broadcast_arrays,
     broadcast_shapes,
@@ -99,7 +102,7 @@ from ._compute.manipulation import (  # noqa: E402
     unstack,
 )
 
-_MANIPULATION = ["broadcast_arrays", "broadcast_shapes", "concat", "concatenate", "flip",
+_MANIPULATION = ["eye", "linspace", "meshgrid", "tril", "triu", "broadcast_arrays", "broadcast_shapes", "concat", "concatenate", "flip",
                  "permute_dims", "repeat", "roll", "squeeze", "stack", "tile", "transpose",
                  "unstack"]
 # --- end creation and manipulation ---

@@ -610,6 +610,11 @@ def _fill_by_positions(out, src, positions, ax: int) -> None:
         return
     from .device import indexed
 
-    with dev.gate:
-        indexed.repeat(out, src, positions, ax)
+    tmp = None if indexed.addressable(src, ax) else src.copy()
+    try:
+        with dev.gate:
+            indexed.repeat(out, src if tmp is None else tmp, positions, ax)
+    finally:
+        if tmp is not None:
+            tmp.free()
 
