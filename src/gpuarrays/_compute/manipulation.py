@@ -100,6 +100,19 @@ def _view(x, arr: np.ndarray):
     return x._from_engine(arr)
 
 
+def _flat(x):
+    """A new 1-d array object over ``x``'s elements in C order: a view (new handle) when
+    ``x`` is C-contiguous, else a copy."""
+    if x._is_c():
+        return x._derive((x.size,), (x._dtype.itemsize,), x._offset, x._dtype, x._writeable,
+                         True)
+    c = x.copy()
+    try:
+        return reshape(c, (-1,))
+    finally:
+        c.free()  # the view keeps the storage
+
+
 def _handle(x):
     """A new handle on ``x``'s storage with ``x``'s own layout."""
     return x._derive(x._shape, x._strides, x._offset, x._dtype, x._writeable, x._contig)
@@ -209,7 +222,7 @@ def concat(arrays, /, *, axis=0):
             start = 0
             for a, n in zip(xs, sizes, strict=True):
                 if n:
-                    with out[start:start + n] as flat, flat.reshape(a._shape) as dst:
+                    with out[start:start + n] as flat, reshape(flat, a._shape) as dst:
                         copy_raw(dst, a)
                 start += n
         except BaseException:
@@ -382,7 +395,7 @@ def _fill_repeated(x, out_shape, view_shape, view_strides):
     out = new_array(tuple(out_shape), x._dtype, x._storage.device, x._storage.kind)
     try:
         if 0 not in view_shape:
-            with out.reshape(tuple(view_shape)) as dst, \
+            with reshape(out, tuple(view_shape)) as dst, \
                     _zero_stride_view(x, view_shape, view_strides) as src:
                 copy_raw(dst, src)
     except BaseException:
@@ -437,10 +450,8 @@ def roll(x, /, shift, *, axis=None):
             n = x.size
             if n:
                 s = shifts[0] % n
-                with out.reshape(-1) as flat:
-                    src = x if x._is_c() else None
-                    with (x.reshape(-1) if src is not None else x.copy().reshape(-1)) as xf:
-                        _roll_1d(flat, xf, s, n)
+                with _flat(out) as flat, _flat(x) as xf:
+                    _roll_1d(flat, xf, s, n)
         except BaseException:
             out.free()
             raise
@@ -546,7 +557,7 @@ def _repeat_array(x, repeats, axis):
     temps = []
     try:
         if src is None:  # flattened, C order
-            src = x.reshape(-1) if x._is_c() else x.copy().reshape(-1)
+            src = _flat(x)
             temps.append(src)
         if n == 0:
             return new_array(src._shape[:ax] + (0,) + src._shape[ax + 1:], x._dtype, dev,
@@ -588,7 +599,7 @@ def _count(positions, r) -> tuple[int, int]:
             if r._dtype.kind == "i":
                 from .elementwise import less
 
-                with less(r, 0) as neg, count_nonzero(neg) as cnt, cnt.reshape(1) as c1:
+                with less(r, 0) as neg, count_nonzero(neg) as cnt, reshape(cnt, (1,)) as c1:
                     copy_raw(second, c1)
             else:
                 second.fill(0)
