@@ -159,10 +159,11 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, kind="device
     """Values from ``start`` (inclusive) to ``stop`` (exclusive) spaced by ``step``; one
     argument means ``arange(0, start)``.  ``dtype=None``: int64 for ints, else the device's
     default floating type.  ``ValueError`` for a zero step."""
+    for what, v in (("start", start), ("stop", stop), ("step", step)):
+        if v is not None or what != "stop":
+            _number("arange", what, v)
     if stop is None:
         start, stop = 0, start
-    for what, v in (("start", start), ("stop", stop), ("step", step)):
-        _number("arange", what, v)
     if step == 0:
         raise ValueError("arange(): step must not be zero")
     dev = get_device(device)
@@ -321,7 +322,7 @@ def _matrix(op: str, out, x, k: int) -> None:
             z = view(out)
             z[...] = 0
             if x is None:
-                np.copyto(z, 1, where=mask)
+                np.copyto(z, 1, where=mask, casting="unsafe")
             else:
                 np.copyto(z, view(x), where=mask)
         return
