@@ -90,9 +90,20 @@ def _kind(arrays) -> str:
     return kinds.pop() if len(kinds) == 1 else "device"
 
 
+_WITHOUT_F64 = {np.dtype(np.float64): np.dtype(np.float32),
+                np.dtype(np.complex128): np.dtype(np.complex64)}
+
+
 def _result_dtype(arrays):
-    dt = result_type(*(a._dtype for a in arrays))
-    arrays[0]._storage.device.require(dt)
+    """``result_type`` of the arrays; on a device without float64, a float64 (complex128)
+    that only mixing kinds brings in (int64 with float32) is float32 (complex64), as for
+    the elementwise functions (docs/compute.md, "Type promotion")."""
+    dtypes = [a._dtype for a in arrays]
+    dt = result_type(*dtypes)
+    dev = arrays[0]._storage.device
+    if not dev.info.float64 and dt in _WITHOUT_F64 and dt not in dtypes:
+        dt = _WITHOUT_F64[dt]
+    dev.require(dt)
     return dt
 
 
