@@ -8,6 +8,8 @@ docs/guide.md explains the storage model, docs/design.md the contract and the la
 
 import sys
 
+from . import fft as fft  # the public subpackage gpuarrays.fft (docs/linalg.md)
+from . import linalg as linalg  # the public subpackage gpuarrays.linalg (docs/linalg.md)
 from . import random as random  # the public subpackage gpuarrays.random (docs/random.md)
 from ._array.array import GPUArray
 from ._array.creation import (
@@ -52,12 +54,8 @@ from ._compute import __all__ as _compute_names
 from ._compute import __array_api_version__ as __array_api_version__
 from ._compute import __array_namespace_info__ as __array_namespace_info__
 from ._compute import install as _install_compute
+from ._compute.linalg import matmul, matrix_transpose, tensordot, vecdot  # docs/linalg.md
 from ._compute.searching import argmax, argmin, count_nonzero
-
-# linear algebra: main-namespace functions and the linalg/fft extensions (docs/linalg.md)
-from ._compute.linalg import matmul, matrix_transpose, tensordot, vecdot
-from . import fft as fft, linalg as linalg  # the public subpackages (docs/linalg.md)
-# (end of linear algebra)
 from ._compute.statistical import (
     cumulative_prod,
     cumulative_sum,

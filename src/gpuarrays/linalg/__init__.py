@@ -26,7 +26,7 @@ from .._compute import cpu_engine
 from .._compute.dispatch import apply
 from .._compute.dtypes import astype
 from .._compute.elementwise import abs as _abs
-from .._compute.elementwise import multiply, pow, sqrt, subtract
+from .._compute.elementwise import multiply, pow, sqrt
 from .._compute.linalg import (
     check_arrays,
     matmul,

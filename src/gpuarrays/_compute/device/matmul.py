@@ -128,13 +128,13 @@ def program(d, s: Spec) -> tuple[str, str, list[str]]:
         """Copy a ``rows x cols`` tile into local ``{which}s[k][...]`` (zeros outside)."""
         if which == "A":  # rows are i (M), columns kk (K); stored As[kk][i]
             r, c, rn, cn = "i_", "kk_", "M", "K"
-            at = f"pa + (m0 + i_) * sam + (k0 + kk_) * sak"
-            dst = f"As[kk_][i_]"
+            at = "pa + (m0 + i_) * sam + (k0 + kk_) * sak"
+            dst = "As[kk_][i_]"
             rbase, cbase = "m0", "k0"
         else:  # rows are kk (K), columns j (N); stored Bs[kk][j]
             r, c, rn, cn = "kk_", "j_", "K", "N"
-            at = f"pb + (k0 + kk_) * sbk + (n0 + j_) * sbn"
-            dst = f"Bs[kk_][j_]"
+            at = "pb + (k0 + kk_) * sbk + (n0 + j_) * sbn"
+            dst = "Bs[kk_][j_]"
             rbase, cbase = "k0", "n0"
         if rows_fast:
             split = f"int {c} = e_ / {rows}, {r} = e_ - {c} * {rows};"
