@@ -20,7 +20,7 @@ from .._array.functions import expand_dims, moveaxis
 from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
 from . import cpu_engine
-from .elementwise import conj
+from .elementwise import conj, multiply
 
 __all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "check_arrays",
            "numeric_result", "imatmul"]
@@ -248,29 +248,29 @@ def vecdot(x1, x2, /, *, axis=-1):
     except ValueError:
         raise ValueError(f"vecdot(): shapes {x1._shape} and {x2._shape} do not broadcast "
                          f"(apart from axis {axis})") from None
-    result = new_array(shape, rd, dev, kind)
-    temps = []
-    try:
-        if dev.backend == "cpu":
+    if dev.backend == "cpu":
+        result = new_array(shape, rd, dev, kind)
+        try:
             with dev.gate, np.errstate(all="ignore"):
                 np.vecdot(cpu_engine.view(x1), cpu_engine.view(x2), axis=ax,
                           out=cpu_engine.view(result), casting="unsafe")
-            return result
+        except BaseException:
+            result.free()
+            raise
+        return result
+    # device: an elementwise product (of the conjugate for complex x1) and a sum over the
+    # axis, with the existing kernels; the temporaries go back to the pool
+    temps = []
+    try:
         a = x1
         if a._dtype.kind == "c":
             a = conj(a)
             temps.append(a)
-        # a stack of (1 x K) @ (K x 1) products
-        a = expand_dims(moveaxis(a, ax, -1), -2)
-        b = expand_dims(moveaxis(x2, ax, -1), -1)
-        from .device import matmul as device_matmul  # same layer: the device engine
+        prod = multiply(a, x2)
+        temps.append(prod)
+        from .reductions import reduce as _reduce  # same layer
 
-        with dev.gate:
-            device_matmul.run(a, b, result.reshape((*shape, 1, 1)))
-    except BaseException:
-        result.free()
-        raise
+        return _reduce("sum", moveaxis(prod, ax, -1), axis=-1, dtype=rd)
     finally:
         for t in temps:
             t.free()
-    return result

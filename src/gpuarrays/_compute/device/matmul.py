@@ -263,6 +263,10 @@ def run(a, b, result) -> None:
             tiles_m, tiles_n = -(-M // (L * RM)), -(-N // (VW * RN))
         else:
             TM, TN, RM, RN, BK, local = TILES[hint]
+            if N == 1:  # a matrix times a vector: every work-item on its own rows
+                TM, TN, RM, RN = TM * TN, 1, RM, 1
+            elif M == 1:  # a vector times a matrix
+                TM, TN, RM, RN = 1, TM * TN, 1, RN
             spec = Spec(dev.backend, _key(ra.dtype), _key(rb.dtype), rkey, accumulator(rkey),
                         TM, TN, RM, RN, BK, bool(local),
                         a_rows_fast=abs(sam) < abs(sak) and M > 1,
