@@ -14,6 +14,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import gpuarrays as ga
 import gpuarrays.linalg as gl
@@ -56,7 +58,8 @@ def put(x: np.ndarray, device):
 # matmul -------------------------------------------------------------------------------
 SHAPES = [((70, 3), (3, 130)), ((2, 1, 5, 67), (3, 67, 65)), ((1, 1), (1, 1)),
           ((0, 4), (4, 3)), ((4, 0), (0, 3)), ((5,), (5, 70)), ((70, 5), (5,)), ((7,), (7,)),
-          ((3, 33, 17), (17,)), ((1, 65, 2), (4, 2, 64))]
+          ((3, 33, 17), (17,)), ((1, 65, 2), (4, 2, 64)),
+          ((9, 300), (300, 70))]  # K in two chunks on CPU OpenCL devices
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "int8", "uint32"])
@@ -68,6 +71,26 @@ def test_matmul_matches_numpy(device, dtype):
     for k, (sa, sb) in enumerate(SHAPES):
         a, b = values(sa, dtype, k), values(sb, dtype, k + 50)
         check(ga.matmul(put(a, device), put(b, device)), np.matmul(a, b), sa[-1])
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_matmul_layouts_hypothesis(device, data):
+    """Random batch shapes (broadcast), sizes, transposed and reversed operands."""
+    batch_a = tuple(data.draw(st.lists(st.sampled_from([1, 2, 3]), max_size=2)))
+    batch_b = tuple(n if data.draw(st.booleans()) else 1 for n in batch_a)
+    m, k, n = (data.draw(st.integers(1, 70)) for _ in range(3))
+    a = values((*batch_a, k, m) if data.draw(st.booleans()) else (*batch_a, m, k), "float32", 1)
+    b = values((*batch_b, n, k) if data.draw(st.booleans()) else (*batch_b, k, n), "float32", 2)
+    A, B = put(a, device), put(b, device)
+    if a.shape[-2:] != (m, k):
+        a, A = np.swapaxes(a, -1, -2), A.mT
+    if b.shape[-2:] != (k, n):
+        b, B = np.swapaxes(b, -1, -2), B.mT
+    if data.draw(st.booleans()):
+        a, A = a[..., ::-1, :], A[..., ::-1, :]
+    check(A @ B, a @ b, k)
 
 
 def test_integer_matmul_wraps_like_numpy(device):
