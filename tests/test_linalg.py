@@ -296,8 +296,8 @@ def test_matrix_power(device):
 def test_vector_norm(device, dtype):
     x = values((3, 4, 5), dtype, 1)
     X = put(x, device)
-    for ord_ in (2, 1, math.inf, -math.inf, 0, 3, 0.5):
-        for axis, keepdims in ((None, False), (1, True), ((0, 2), False), (-1, False)):
+    for ord_ in (2, 1, math.inf, -math.inf, 0, 0.5):
+        for axis, keepdims in ((None, False), (1, True), ((0, 2), False)):
             want = np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord_)
             check(gl.vector_norm(X, axis=axis, keepdims=keepdims, ord=ord_),
                   np.asarray(want), 60)
