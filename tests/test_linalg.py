@@ -93,6 +93,23 @@ def test_matmul_layouts_hypothesis(device, data):
     check(A @ B, a @ b, k)
 
 
+@pytest.mark.parametrize("name", [str(d) for d in ga.devices()
+                                  if d.index == 0 and d.backend != "cpu"])
+def test_the_gpu_tiled_kernel_on_every_device_back_end(name):
+    """The local-memory kernel GPUs take (the CUDA one is the same source in CUDA C), run on
+    every device back-end here -- on PoCL too -- in both read orders, with edges."""
+    device = ga.get_device(name)
+    for dtype in ("float32", "complex64", "int16"):
+        a = values((2, 70, 37), dtype, 1)
+        b = values((37, 65), dtype, 2)
+        for ta, tb in ((False, False), (True, True)):
+            A = put(np.ascontiguousarray(np.swapaxes(a, -1, -2)), device).mT if ta else put(a, device)
+            B = put(np.ascontiguousarray(b.T), device).mT if tb else put(b, device)
+            out = ga.empty((2, 70, 65), dtype=dtype, device=device)
+            device_matmul.run(A, B, out, hint="gpu")
+            check(out, a @ b, 37)
+
+
 def test_integer_matmul_wraps_like_numpy(device):
     a = np.full((3, 40), 100, np.int8)
     b = np.full((40, 5), 7, np.int8)

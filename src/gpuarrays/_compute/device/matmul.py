@@ -223,11 +223,12 @@ def _aligned_view(x, temps: list):
     return tmp._raw()
 
 
-def run(a, b, result) -> None:
+def run(a, b, result, hint: str | None = None) -> None:
     """``result[...] = a @ b`` on a device: ``a`` is ``(..., M, K)``, ``b`` ``(..., K, N)``,
     both at least 2-d with batch shapes that broadcast to ``result``'s ``(..., M, N)``.
 
     Enqueued on the device's queue (nothing waits); temporaries go back to the pool.
+    ``hint`` overrides the device's launch hint (tests run the GPU kernels on PoCL).
     """
     dev = result._storage.device
     shape = result._shape
@@ -238,7 +239,7 @@ def run(a, b, result) -> None:
     if K == 0:
         result.fill(0)
         return
-    hint = dev.impl.launch_hint(dev.index)
+    hint = hint or dev.impl.launch_hint(dev.index)
     rkey = _key(result._dtype)
     temps: list = []
     try:
