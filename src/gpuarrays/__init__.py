@@ -1,8 +1,8 @@
 """gpuarrays: device arrays whose memory is managed correctly and fast on every back-end.
 
 ``import gpuarrays as ga``.  The public API is exactly ``__all__`` (plus the public
-subpackages ``gpuarrays.interop`` and ``gpuarrays.random``); everything under an
-underscore name is internal.
+subpackages ``gpuarrays.interop``, ``gpuarrays.random``, ``gpuarrays.linalg`` and
+``gpuarrays.fft``); everything under an underscore name is internal.
 docs/guide.md explains the storage model, docs/design.md the contract and the layers.
 """
 
