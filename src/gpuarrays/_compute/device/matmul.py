@@ -20,7 +20,6 @@ off, docs/kernels.md).
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass
 
@@ -100,8 +99,8 @@ class Spec:
 
 def _name(s: Spec) -> str:
     return "mm_" + "_".join(str(v) for v in (
-        s.a, s.b, s.out, s.acc, s.tm, s.tn, s.rm, s.rn, s.bk, int(s.local), s.vector, int(s.a_rows_fast),
-        int(s.b_rows_fast)))
+        s.a, s.b, s.out, s.acc, s.tm, s.tn, s.rm, s.rn, s.bk, int(s.local), s.vector,
+        int(s.a_rows_fast), int(s.b_rows_fast)))
 
 
 def _mac(d, acc: str, dst: str, x: str, y: str) -> str:
@@ -131,9 +130,7 @@ def program(d, s: Spec) -> tuple[str, str, list[str]]:
     TM, TN, RM, RN, BK = s.tm, s.tn, s.rm, s.rn, s.bk
     BM, BN, L = TM * RM, TN * RN, TM * TN
     params = [("ptr", f"{g}const u8 *pa"), ("ptr", f"{g}const u8 *pb"), ("ptr", f"{g}u8 *pc")]
-    params += [("i8", f"i64 {v}") for v in (
-        "M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn", "sab", "sbb", "scb",
-        "tiles_m", "tiles_n")]
+    params += [("i8", f"i64 {v}") for v in _PARAMS]
     decl = ", ".join(p for _, p in params)
 
     def load(key: str, at: str) -> str:
@@ -309,11 +306,6 @@ def run(a, b, result, hint: str | None = None) -> None:
     finally:
         for t in temps:
             t.free()
-
-
-def flops(shape: tuple, k: int, complex_: bool) -> float:
-    """Floating-point operations of a matmul with result ``shape`` and inner size ``k``."""
-    return (8 if complex_ else 2) * math.prod(shape) * k
 
 
 _PARAMS = ("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn", "sab", "sbb", "scb",
