@@ -516,3 +516,22 @@ def test_matmul_kernels_compile_with_nvrtc(nvrtc):
     with pytest.raises(ValueError, match="OpenCL C only"):
         device_matmul.program(cuda.DIALECT, device_matmul.Spec(
             "cuda", "f4", "f4", "f4", "f4", 4, 1, 4, 4, 0, False, 16))
+
+
+def test_temporaries_go_back_to_the_pool(device, used):
+    x = put(values((3, 4, 5), "float32", 1), device)
+    y = put(values((4, 5, 2), "float32", 2), device)
+    v = put(values((4, 3), "float32", 3), device)
+    before = used()
+    results = [
+        ga.tensordot(x[:, ::-1], y, axes=([1, 2], [0, 1])),  # a reshape copy of x
+        x @ y[0].mT.mT,
+        ga.vecdot(x, x),
+        gl.matrix_power(put(values((3, 3), "float32", 4), device), 5),
+        gl.cross(v, v[::-1]),
+        gl.vector_norm(x, ord=3, axis=(0, 2)),
+        gl.matrix_norm(x, ord=1),
+    ]
+    for r in results:
+        r.free()
+    assert used() == before
