@@ -473,9 +473,77 @@ def compute(s: Section) -> None:
     s.check("disk cache: a second process starts warm", warm_start)
 
 
+def linalg(s: Section) -> None:
+    """matmul on cuda:0 (docs/linalg.md): values of every dtype class and layout against
+    NumPy, then GFLOP/s of the tiled kernel beside CuPy (cuBLAS) and PyTorch CUDA."""
+    import numpy as np
+
+    import gpuarrays as ga
+
+    dev = ga.get_device("cuda:0")
+    rng = np.random.default_rng(0)
+
+    def values():
+        worst = 0.0
+        for dtype in ("float32", "float64", "complex64", "int32", "int8"):
+            for sa, sb in (((130, 70), (70, 65)), ((3, 1, 33, 17), (2, 17, 129)), ((1, 1), (1, 1)),
+                           ((300,), (300, 5))):
+                a = (rng.standard_normal(sa) * 5).astype(dtype)
+                b = (rng.standard_normal(sb) * 5).astype(dtype)
+                got = (ga.asarray(a, device=dev) @ ga.asarray(b, device=dev)).get()
+                want = a @ b
+                if want.dtype.kind in "iu":
+                    if not np.array_equal(got, want):
+                        raise AssertionError(f"{dtype} {sa} @ {sb} differs from NumPy")
+                    continue
+                err = float(np.max(np.abs(got - want)) / max(1.0, float(np.abs(want).max())))
+                worst = max(worst, err)
+            a = rng.standard_normal((90, 80)).astype("float32")
+            A = ga.asarray(a, device=dev)
+            got = (A[::-2].T @ A[1::2, ::-1]).get()
+            worst = max(worst, float(np.max(np.abs(got - a[::-2].T @ a[1::2, ::-1]))))
+        return "ok", f"float max error / max |value| {worst:.2e}"
+    s.check("matmul values vs NumPy (5 dtypes, batches, strided)", values)
+
+    def timed(fn, flops: float) -> float:
+        """GFLOP/s of ``fn`` (one product), 5 calls after a warm-up, each device synchronized
+        (the same stream order for CuPy and PyTorch: the default stream)."""
+        fn()
+        dev.synchronize()
+        t = time.perf_counter()
+        for _ in range(5):
+            fn()
+        dev.synchronize()
+        return flops * 5 / (time.perf_counter() - t) / 1e9
+
+    def speed():
+        out = []
+        for dtype in ("float32", "float64"):
+            for n in (1024, 4096):
+                h = rng.standard_normal((n, n)).astype(dtype)
+                a = ga.asarray(h, device=dev)
+                flops = 2.0 * n ** 3
+                row = f"{dtype} {n}: gpuarrays {timed(lambda m=a: m @ m, flops):.0f}"
+                try:
+                    import cupy
+                    x = cupy.asarray(h)
+                    row += f", cupy {timed(lambda m=x: (m @ m, cupy.cuda.Device().synchronize()), flops):.0f}"
+                except ImportError:
+                    row += ", cupy not installed"
+                try:
+                    import torch
+                    t_ = torch.from_numpy(h).cuda()
+                    row += f", torch {timed(lambda m=t_: (m @ m, torch.cuda.synchronize()), flops):.0f}"
+                except (ImportError, RuntimeError):
+                    row += ", torch CUDA not available"
+                out.append(row)
+        return "GFLOP/s", "; ".join(out)
+    s.check("matmul GFLOP/s beside cuBLAS", speed)
+
+
 SECTIONS = {"preflight": preflight, "interop": interop, "cupy_cached": cupy_cached,
             "alloc_bench": alloc_bench, "bandwidth": bandwidth, "reset": reset,
-            "compute": compute}
+            "compute": compute, "linalg": linalg}
 
 
 def table(out: str) -> int:

@@ -1,13 +1,15 @@
 """gpuarrays: device arrays whose memory is managed correctly and fast on every back-end.
 
 ``import gpuarrays as ga``.  The public API is exactly ``__all__`` (plus the public
-subpackages ``gpuarrays.interop`` and ``gpuarrays.random``); everything under an
-underscore name is internal.
+subpackages ``gpuarrays.interop``, ``gpuarrays.random``, ``gpuarrays.linalg`` and
+``gpuarrays.fft``); everything under an underscore name is internal.
 docs/guide.md explains the storage model, docs/design.md the contract and the layers.
 """
 
 import sys
 
+from . import fft as fft  # the public subpackage gpuarrays.fft (docs/linalg.md)
+from . import linalg as linalg  # the public subpackage gpuarrays.linalg (docs/linalg.md)
 from . import random as random  # the public subpackage gpuarrays.random (docs/random.md)
 from ._array.array import GPUArray
 from ._array.creation import array, asarray, empty, to_numpy
@@ -34,6 +36,7 @@ from ._compute import __all__ as _compute_names
 from ._compute import __array_api_version__ as __array_api_version__
 from ._compute import __array_namespace_info__ as __array_namespace_info__
 from ._compute import install as _install_compute
+from ._compute.linalg import matmul, matrix_transpose, tensordot, vecdot  # docs/linalg.md
 from ._compute.searching import argmax, argmin, count_nonzero
 from ._compute.statistical import (
     cumulative_prod,
@@ -131,9 +134,12 @@ __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
             "cumulative_prod", "all", "any", "diff", "argmax", "argmin", "count_nonzero"]
 __all__ += _CREATION_AND_MANIPULATION  # creation and manipulation (docs/manipulation.md)
 
+# linear algebra (docs/linalg.md)
+__all__ += ["matmul", "matrix_transpose", "tensordot", "vecdot"]
+
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 
-_PUBLIC_SUBPACKAGES = ("interop", "random")
+_PUBLIC_SUBPACKAGES = ("interop", "random", "linalg", "fft")  # linalg, fft: docs/linalg.md
 
 
 def __dir__() -> list[str]:
