@@ -87,8 +87,9 @@ def choose(hint: str, kept: list, red: list, itemsize: int) -> tuple[str, int, i
     accumulators over the row; ``sum(axis=0)`` blocks of whole rows (``BLOCK``); a full
     reduction ``_GROUPS`` contiguous chunks.  Several work-items per group reading strided
     (consecutive work-items on consecutive addresses) measured 39-50 ms for the sum of 16 M
-    float32 here against 3-4 ms for one work-item per chunk: PoCL runs each work-item's whole
-    loop before the next one's.  With these shapes the kernels use 1.1-1.4x NumPy's CPU time
+    float32 here against 4.5 ms for one work-item per chunk (medians): PoCL runs each
+    work-item's whole loop before the next one's.  With these shapes the kernels use 1.1-1.4x
+    NumPy's CPU time, most of the excess from 4 KiB pages against NumPy's huge pages
     (benchmarks/reduce.py --per-call; docs/reductions.md, "Speed").
     """
     n_out = math.prod(n for n, _ in kept)
