@@ -274,7 +274,8 @@ def program(impl_dialect, spec: Spec) -> tuple[str, str, list[str]]:
                 return (f"{{ {ct} v_ = {value(at)}; {acc} = v_ {cmp} {acc} ? v_ : {acc}; "
                         f"nany |= v_ != v_; }}")
             if fast_nan:  # a compare-and-select the compiler vectorises, NaN noted aside
-                # (a sticky NaN as above measured 2.7 -> 5.3 ms here on 16 M contiguous)
+                # (a NaN kept in the accumulator instead, ``(v > acc) | (v != v) ? v : acc``,
+                # took 5.3 ms against these flags' 2.7 ms on 16 M contiguous float32 here)
                 flag = acc.replace("acc", "nf")
                 return (f"{{ {ct} v_ = {value(at)}; {acc} = v_ {'>' if spec.combine == 'maximum' else '<'} "
                         f"{acc} ? v_ : {acc}; {flag} |= v_ != v_; }}")
