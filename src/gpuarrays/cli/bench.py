@@ -533,6 +533,36 @@ def _bench_random(dev, settings, libs, rows, targets) -> None:
         ns["ref"].free()
 
 
+class _OtherThread:
+    """Runs a call on a waiting worker thread and waits for its result: the hand-off every
+    device queue makes (PoCL runs kernels on its own worker threads).  NumPy's time through
+    it is the reduce group's control column: on a loaded machine a thread that has to be
+    woken waits for a core, and NumPy's own sum then takes several times as long
+    (docs/reductions.md, "Speed")."""
+
+    def __init__(self) -> None:
+        import queue
+        import threading
+
+        self._in: queue.SimpleQueue = queue.SimpleQueue()
+        self._out: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="bench-handoff", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while (item := self._in.get()) is not None:
+            fn, args = item
+            self._out.put(fn(*args))
+
+    def __call__(self, fn, *args):
+        self._in.put((fn, args))
+        return self._out.get()
+
+    def close(self) -> None:
+        self._in.put(None)
+        self._thread.join()
+
+
 def _bench_reduce(dev, settings, libs, rows, targets) -> None:
     """sum/max/mean over all axes and over axis 0/1, cumulative_sum (docs/reductions.md)."""
     smoke = settings.name == "smoke"
@@ -543,8 +573,9 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
     cl = libs["pyopencl"]
     h2 = np.random.default_rng(0).random((side, side), dtype=np.float32)
     a2 = ga.asarray(h2, device=dev)
+    other = _OtherThread() if dev.backend != "cpu" else None
     ns = {"ga": ga, "np": np, "torch": torch, "dev": dev, "h2": h2, "a2": a2,
-          "h1": h2.reshape(-1), "a1": a2.reshape(-1)}
+          "h1": h2.reshape(-1), "a1": a2.reshape(-1), "other": other}
     if torch is not None:
         ns["t2"] = torch.from_numpy(h2)
         ns["t1"] = ns["t2"].reshape(-1)
@@ -568,6 +599,9 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
             cases = {
                 "gpuarrays": Case(f"ga.{op}(a{nd}{ax}).free()\ndev.synchronize()", ns),
                 "numpy": Case(f"np.{op}(h{nd}{ax})", ns),
+                # the control: NumPy handed to a worker thread, as a device queue does
+                "numpy, handed to a thread": None if other is None else Case(
+                    f"other(np.{op}, h{nd}, {axis})", ns),
                 "torch": None if torch is None else Case(
                     f"torch.{torch_name[op]}(t{nd}{tax})", ns),
                 "pyopencl.array": Case(f"cl_array.{op}(c1).get()", ns)
@@ -620,6 +654,8 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
                                   "first: the scan is in place)"))
         libs["progress"].step(f"reduce {label}")
     a2.free()
+    if other is not None:
+        other.close()
 
 
 def _bench_compute(dev, settings, libs, rows, targets) -> None:

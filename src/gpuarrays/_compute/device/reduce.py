@@ -61,14 +61,37 @@ BLOCK_STEPS = 16
 
 _GROUPS = {"cpu": 4 * (os.cpu_count() or 2), "gpu": 1024}
 """Work-groups that keep the device busy in a full reduction (cores x 4 on a CPU device, so
-load imbalance evens out; about 8 per multiprocessor on a large GPU)."""
+load imbalance evens out; about 8 per multiprocessor on a large GPU).  Measured on the sum of
+16 M float32 on PoCL here, interleaved with NumPy on the loaded 2-core machine: 1, 2, 8, 32,
+128 or 512 work-groups ran alike within the noise (medians 10-15 ms, fastest runs 3.1-3.5 ms
+against NumPy's 2.6 ms); the second pass over the partials costs about 45 us."""
 
 _ITEM_MIN_OUTPUTS = {"cpu": 64, "gpu": 2048}
 """Outputs from which one work-item per output (or per block) fills the device."""
 
+ITEM_LOCAL = {"cpu": 64, "gpu": 256}
+"""Work-group size of the ``item`` strategy (one work-item per output)."""
+
+PARTIALS = {"cpu": "item", "gpu": "group"}
+"""Strategy of the pass over a split reduction's partials (``G`` per output, contiguous): one
+work-item per output on a CPU device (``G`` is a few dozen at most), a group on a GPU."""
+
 
 def choose(hint: str, kept: list, red: list, itemsize: int) -> tuple[str, int, int, int]:
-    """(strategy, groups per output, local size, unroll) for collapsed kept/reduced dims."""
+    """(strategy, groups per output, local size, unroll) for collapsed kept/reduced dims.
+
+    The one place that picks a reduction's shape by device type (with the constants above;
+    the scans reuse them).  On a CPU device (PoCL: a work-group is a loop on one core, and
+    work-groups spread over the cores) every strategy has each work-item read contiguous
+    memory: ``sum(axis=1)`` of a C array one work-group of one work-item per row, eight
+    accumulators over the row; ``sum(axis=0)`` blocks of whole rows (``BLOCK``); a full
+    reduction ``_GROUPS`` contiguous chunks.  Several work-items per group reading strided
+    (consecutive work-items on consecutive addresses) measured 39-50 ms for the sum of 16 M
+    float32 here against 4.5 ms for one work-item per chunk (medians): PoCL runs each
+    work-item's whole loop before the next one's.  With these shapes the kernels use 1.1-1.4x
+    NumPy's CPU time, most of the excess from 4 KiB pages against NumPy's huge pages
+    (benchmarks/reduce.py --per-call; docs/reductions.md, "Speed").
+    """
     n_out = math.prod(n for n, _ in kept)
     n_red = math.prod(n for n, _ in red)
     L, U = LOCAL_SIZES[hint], UNROLL[hint]
@@ -81,7 +104,7 @@ def choose(hint: str, kept: list, red: list, itemsize: int) -> tuple[str, int, i
             blocks = -(-n_out // B)
             G = max(1, min(-(-_GROUPS[hint] // blocks), n_red // 64, 1024))
             return "block", G, 1, B
-        return "item", 1, 64 if hint == "cpu" else 256, 1
+        return "item", 1, ITEM_LOCAL[hint], 1
     if many:
         return "group", 1, L, U
     per = 4096 if hint == "cpu" else L * U * 16  # elements a group should get at least
@@ -244,7 +267,15 @@ def program(impl_dialect, spec: Spec) -> tuple[str, str, list[str]]:
             return f"{acc} = {_literal(spec.identity, A)};"
 
         def step(acc: str, comp: str, at: str, r: str) -> str:
+            if fast_nan and spec.strategy == "block":
+                # one NaN flag for the work-item, not one per output (a block has up to
+                # 4096); a NaN seen marks its outputs in a second sweep (block_nan below)
+                cmp = ">" if spec.combine == "maximum" else "<"
+                return (f"{{ {ct} v_ = {value(at)}; {acc} = v_ {cmp} {acc} ? v_ : {acc}; "
+                        f"nany |= v_ != v_; }}")
             if fast_nan:  # a compare-and-select the compiler vectorises, NaN noted aside
+                # (a NaN kept in the accumulator instead, ``(v > acc) | (v != v) ? v : acc``,
+                # took 5.3 ms against these flags' 2.7 ms on 16 M contiguous float32 here)
                 flag = acc.replace("acc", "nf")
                 return (f"{{ {ct} v_ = {value(at)}; {acc} = v_ {'>' if spec.combine == 'maximum' else '<'} "
                         f"{acc} ? v_ : {acc}; {flag} |= v_ != v_; }}")
@@ -294,11 +325,13 @@ def program(impl_dialect, spec: Spec) -> tuple[str, str, list[str]]:
         return (f"{{ {ct} y_ = ({v}) - comp; {ct} t_ = tot + y_; comp = (t_ - tot) - y_; "
                 f"tot = t_; plain += ({v}); }}")
 
+    flagged = fast_nan and spec.strategy != "block"
+
     def flags(n: int) -> str:
-        return f" int nf[{n}]; for (int u = 0; u < {n}; ++u) nf[u] = 0;" if fast_nan else ""
+        return f" int nf[{n}]; for (int u = 0; u < {n}; ++u) nf[u] = 0;" if flagged else ""
 
     def nan_in(u: str) -> str:
-        return f"if (nf[{u}]) acc[{u}] = NAN;" if fast_nan else ""
+        return f"if (nf[{u}]) acc[{u}] = NAN;" if flagged else ""
 
     decl = ", ".join(p for _, p in params)
     kept_at = f"px + o * {isize} + ro" if spec.contiguous else "px + o * sk0 + ro"
@@ -311,6 +344,12 @@ def program(impl_dialect, spec: Spec) -> tuple[str, str, list[str]]:
                 + red_loops(step("acc[0]", "comp[0]", "px + ko + ro", "r"), "    ")
                 + f"    {{ i64 slot = o; {nan_in('0')} {finish('acc[0]')} }}\n}}\n")
     elif spec.strategy == "block":  # U consecutive outputs x a chunk of rows (nk == 1)
+        block_nan = ""
+        if fast_nan:  # rare: a NaN was seen, mark the outputs it belongs to
+            block_nan = (f"    if (nany) for (i64 r = start; r < end; ++r) {{\n"
+                         f"        {offset('ro', 'r', 'er', 'sr', spec.nr)}\n"
+                         f"        for (int u = 0; u < nb; ++u) {{ i64 o = o0 + u; "
+                         f"{ct} v_ = {value(kept_at)}; if (v_ != v_) acc[u] = v_; }}\n    }}\n")
         slot = "o0 + u" if spec.final else "(o0 + u) * G + g"
         body = (f"{d.kernel} void {name}({decl}) {{\n"
                 f"    i64 w = {glo}, b = w / G, g = w - b * G, o0 = b * {U};\n"
@@ -318,12 +357,13 @@ def program(impl_dialect, spec: Spec) -> tuple[str, str, list[str]]:
                 f"    int nb = n_out - o0 < {U} ? (int)(n_out - o0) : {U};\n"
                 f"    i64 chunk = (n_red + G - 1) / G, start = g * chunk;\n"
                 f"    i64 end = start + chunk < n_red ? start + chunk : n_red;\n"
-                f"    {stype} acc[{U}];{flags(U)}\n"
+                f"    {stype} acc[{U}];{' int nany = 0;' if fast_nan else ''}\n"
                 f"    for (int u = 0; u < {U}; ++u) {{ {init('acc[u]')} }}\n"
                 f"    for (i64 r = start; r < end; ++r) {{\n"
                 f"        {offset('ro', 'r', 'er', 'sr', spec.nr)}\n"
                 f"        for (int u = 0; u < nb; ++u) {{ i64 o = o0 + u; {mean('o')} "
                 f"{step('acc[u]', '', kept_at, 'r')} }}\n    }}\n"
+                + block_nan +
                 f"    for (int u = 0; u < nb; ++u) {{ i64 slot = {slot}; {nan_in('u')} "
                 f"{finish('acc[u]')} }}\n"
                 f"}}\n")
@@ -531,15 +571,15 @@ def run(row, x, axes: tuple, result, count: int, correction: float) -> None:
         _launch(dev, spec, (src, part._raw().ptr, pidx, m_ptr or out_ptr, out_ptr),
                 n_out, n_red, G, kept, red, div)
         size = _size(A)
-        # the partials of output o are [o * G, (o + 1) * G): a CPU device reduces them one
-        # work-item per output, a GPU one group per output
-        s2 = "item" if hint == "cpu" else "group"
+        # the partials of output o are [o * G, (o + 1) * G)
+        s2 = PARTIALS[hint]
         kept2, red2 = [(n_out, G * size)], [(G, size)]
         if s2 == "item":
             kept2, red2 = [(1, 0)] * (PAD - 1) + kept2, [(1, 0)] * (PAD - 1) + red2
-        spec2 = Spec(**{**common, "map": "x", "local": 64 if s2 == "item" else L, "unroll": 1
-                        if s2 == "item" else U}, inp=A, out=out_key, strategy=s2, final=True,
-                     pairs_in=True, nk=len(kept2), nr=len(red2), contiguous=s2 == "group")
+        L2, U2 = (ITEM_LOCAL[hint], 1) if s2 == "item" else (L, U)
+        spec2 = Spec(**{**common, "map": "x", "local": L2, "unroll": U2}, inp=A, out=out_key,
+                     strategy=s2, final=True, pairs_in=True, nk=len(kept2), nr=len(red2),
+                     contiguous=s2 == "group")
         _launch(dev, spec2, (part._raw().ptr, out_ptr, out_ptr, out_ptr, pidx), n_out, G, 1,
                 kept2, red2, div)
     finally:
