@@ -18,6 +18,7 @@ import numpy as np
 
 from .._common.errors import BackendError
 from .._common.raw import extent, ndarray_at
+from ._hostmem import advise_huge_pages
 from .base import KINDS, BackendOutOfMemory, DeviceInfo, PointerInfo, RawView
 
 # The process's malloc and free, both resolved the same way (the global symbol scope):
@@ -83,6 +84,7 @@ class CpuBackend:
         ptr = _malloc(max(nbytes, 1))
         if not ptr:
             raise BackendOutOfMemory(f"malloc({nbytes}) returned NULL")
+        advise_huge_pages(ptr, nbytes)  # as NumPy does for its arrays (_hostmem.py)
         entry = (nbytes, kind)  # made before locking: nothing allocates under the lock
         with self._lock:
             bisect.insort(self._starts, ptr)

@@ -56,6 +56,7 @@ import numpy as np
 
 from .._common.errors import BackendError
 from . import _kernels
+from ._hostmem import advise_huge_pages
 from .base import BackendOutOfMemory, BackendUnavailable, DeviceInfo, PointerInfo, RawView
 
 __all__ = ["OpenCLBackend", "load"]
@@ -452,6 +453,8 @@ class OpenCLBackend(_kernels.DeviceOps):
             raise BackendOutOfMemory(
                 f"clSVMAlloc({nbytes}) of kind {kind!r} on opencl:{index} returned NULL"
             )
+        if self._hints[index] == "cpu":  # host memory on a CPU device (_hostmem.py)
+            advise_huge_pages(ptr, size)
         entry = (nbytes, kind, index)  # made before locking: nothing allocates under the lock
         with self._lock:
             bisect.insort(self._starts, ptr)
