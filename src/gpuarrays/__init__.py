@@ -65,6 +65,7 @@ from ._compute.statistical import (
     var,
 )
 from ._compute.utility import all, any, diff
+from ._compute.indexing import nonzero, take, take_along_axis  # indexing (docs/indexing.md)
 from ._memory.cache import AllocCache, cached, uncached
 from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
 from ._memory.history import memory_history
@@ -102,6 +103,8 @@ __all__ += [n for n in _compute_names if not n.startswith("_") and n != "install
 # reductions, statistics, scans and searching (docs/reductions.md)
 __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
             "cumulative_prod", "all", "any", "diff", "argmax", "argmin", "count_nonzero"]
+# indexing and data-dependent shapes (docs/indexing.md)
+__all__ += ["take", "take_along_axis", "nonzero"]
 
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 
