@@ -515,3 +515,22 @@ def test_temporaries_go_back_and_results_come_from_the_pool(device, used):
                 x[idx, :5].free()
     assert rec.count == 0
     cache.free()
+
+
+def test_mask_assignment_of_a_scalar_converts_as_numpy(device):
+    for dtype in supported(device):
+        h = data((5, 6), dtype, seed=11)
+        x = ga.asarray(h, device=device)
+        m = h.real > 10 if h.dtype.kind == "c" else h > 10 if h.dtype.kind != "b" else h
+        gm = ga.asarray(m, device=device)
+        value = 3 if h.dtype.kind in "biu" else 2.5
+        h[m] = value
+        x[gm] = value
+        same(x, h)
+        h[~m] = np.asarray(1, h.dtype)[()]
+        x[~gm] = np.asarray(1, h.dtype)[()]
+        same(x, h)
+    x = ga.asarray(np.arange(6, dtype=np.int8), device=device)
+    with pytest.raises(OverflowError):
+        x[x > 2] = 1000  # does not fit an int8 (NumPy 2)
+    same(x, np.arange(6, dtype=np.int8))

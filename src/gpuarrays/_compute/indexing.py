@@ -39,6 +39,9 @@ from .._array.transfer import copy_raw, upload
 from .._common.raw import c_strides
 from ..backends._kernels import collapse, word
 from . import compaction, cpu_engine
+from .dispatch import apply
+from .promotion import SCALAR_TYPES
+from .table import OPS
 from .device.launcher import aligned
 
 __all__ = ["take", "take_along_axis", "nonzero", "getitem", "setitem", "install"]
@@ -496,6 +499,14 @@ def setitem(x, key, value) -> None:
             value = cpu_engine.view(value)
         with dev.gate:
             cpu_engine.view(x)[_numpy_key(x, key)] = value
+        return
+    if (isinstance(key, ArrayBase) and key._dtype.kind == "b" and key._shape == x._shape
+            and x.ndim and (type(value) in SCALAR_TYPES or isinstance(value, np.generic))):
+        # x[mask] = scalar: an elementwise where into x -- no count read, no compaction
+        key._live()
+        _same_device(x, key, "the mask")
+        s = np.asarray(value, dtype=x._dtype)  # NumPy's conversion, before anything runs
+        apply(OPS["where"], (key, s[()], x), x)
         return
     p = plan(x, key)
     try:
