@@ -534,3 +534,11 @@ def test_mask_assignment_of_a_scalar_converts_as_numpy(device):
     with pytest.raises(OverflowError):
         x[x > 2] = 1000  # does not fit an int8 (NumPy 2)
     same(x, np.arange(6, dtype=np.int8))
+
+
+def test_assignment_through_indices_that_live_in_the_target(device):
+    h = np.array([2, 0, 1, 5, 4, 3, 9, 8], np.int64)
+    x = ga.asarray(h, device=device)
+    h[h[:4]] = 7
+    x[x[:4]] = 7
+    same(x, h)

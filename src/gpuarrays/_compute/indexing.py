@@ -278,12 +278,16 @@ def _build(x, slots: list, out: _Plan) -> None:
 
 
 # Running a plan on a device -----------------------------------------------------------------
-def _device_indices(plan: _Plan, dev) -> list[tuple]:
+def _device_indices(plan: _Plan, dev, target=None) -> list[tuple]:
     """(key, address, bound, stride, strides over B) of every index array, on the device
-    (host arrays uploaded, unaligned views copied: temporaries of the plan)."""
+    (host arrays uploaded, unaligned views and views of ``target``'s storage -- which a
+    scatter writes -- copied: temporaries of the plan)."""
     out = []
     for ix in plan.indices:
         a = ix.array
+        if isinstance(a, ArrayBase) and target is not None and a._storage is target._storage:
+            a = a.copy()
+            plan.temps.append(a)
         if isinstance(a, np.ndarray):
             h = np.ascontiguousarray(a)
             d = new_array(h.shape, h.dtype, dev, "device")
@@ -415,7 +419,7 @@ def _scatter_device(x, plan: _Plan, value) -> None:
     flag = None
     try:
         with dev.gate:
-            idx = _device_indices(plan, dev)
+            idx = _device_indices(plan, dev, x)
             if any(ix.check for ix in plan.indices):  # check first, then write
                 flag = _flag(dev, len(idx))
                 _check(dev, plan, idx, flag._raw().ptr, 1)
