@@ -32,10 +32,7 @@ from ...backends._kernels import launch_shape
 from .reduce import compiled
 
 __all__ = ["CompactSpec", "IndexSpec", "compact_program", "index_program", "launch_compact",
-           "launch_index", "PAD"]
-
-PAD = 4
-"""Axes a kernel is compiled for at least (extents of 1 cost nothing; fewer compiles)."""
+           "launch_index"]
 
 _WORD = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
 _IDX = {"i1": "i8", "i2": "i16", "i4": "i32", "i8": "i64", "u1": "u8", "u2": "u16",
@@ -166,8 +163,12 @@ def index_program(d, spec: IndexSpec) -> tuple[str, str, list[str]]:
 
 
 def _pad(dims: list[tuple[int, ...]], width: int) -> list[tuple[int, ...]]:
-    """Leading axes of extent 1 (every stride 0) up to ``PAD`` axes."""
-    return [(1,) + (0,) * (width - 1)] * (PAD - len(dims)) + dims
+    """At least one axis (a single element: extent 1, strides 0).
+
+    Not padded further: measured on PoCL, a 1-d gather of 1 M indices decoding four
+    padded axes (three 64-bit divisions per element) took 20 ms, the 1-d kernel without a
+    division a fraction of that; a kernel per number of axes is worth its compile."""
+    return dims or [(1,) + (0,) * (width - 1)]
 
 
 def launch_compact(device, kind: str, x_ptr: int, pos_ptr: int, z_ptr: int, n: int,
