@@ -289,7 +289,7 @@ def _device_indices(plan: _Plan, dev, target=None) -> list[tuple]:
             a = a.copy()
             plan.temps.append(a)
         if isinstance(a, np.ndarray):
-            h = np.ascontiguousarray(a)
+            h = a if a.flags.c_contiguous else a.copy()  # (ascontiguousarray makes 0-d 1-d)
             d = new_array(h.shape, h.dtype, dev, "device")
             plan.temps.append(d)
             if h.size:
@@ -432,7 +432,7 @@ def _scatter_device(x, plan: _Plan, value) -> None:
                 value = value.astype(x._dtype)  # converted, or apart from the target
                 temps.append(value)
         else:
-            h = np.ascontiguousarray(value)
+            h = value if value.flags.c_contiguous else value.copy()
             d = new_array(h.shape, h.dtype, dev, "device")
             temps.append(d)
             upload(d, h)
