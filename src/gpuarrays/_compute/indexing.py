@@ -474,17 +474,17 @@ def getitem(x, key):
     """``x[key]`` for a key with an integer array or a boolean mask: a new array."""
     x._live()
     dev = x._storage.device
+    if (isinstance(key, ArrayBase) and key._dtype.kind == "b" and key._shape == x._shape
+            and x.ndim):  # x[mask]: scan, one count read, compaction (cpu: np.compress)
+        key._live()
+        _same_device(x, key, "the mask")
+        return compaction.select_nd(x, key)
     if dev.backend == "cpu":
         with dev.gate:
             r = np.asarray(cpu_engine.view(x)[_numpy_key(x, key)])
             out = new_array(r.shape, x._dtype, dev, x._storage.kind)
             np.copyto(cpu_engine.view(out), r)
         return out
-    if (isinstance(key, ArrayBase) and key._dtype.kind == "b" and key._shape == x._shape
-            and x.ndim):  # x[mask]: scan, one count read, compaction
-        key._live()
-        _same_device(x, key, "the mask")
-        return compaction.select_nd(x, key)
     p = plan(x, key)
     try:
         return _gather_device(x, p)
