@@ -128,14 +128,16 @@ def test_index_kernels_compile_with_nvrtc(nvrtc):
 
     programs = [kernels.compact_program(cuda.DIALECT, kernels.CompactSpec("cuda", kind, size,
                                                                           w, nd))
-                for kind, size, w, nd in [("select", 4, 4, 4), ("select", 16, 8, 5),
-                                          ("select", 13, 1, 4), ("coords", 8, 8, 3)]]
+                for kind, size, w, nd in [("select", 4, 4, 1), ("select", 16, 8, 5),
+                                          ("select", 13, 1, 2), ("coords", 8, 8, 3),
+                                          ("coords", 8, 8, 1)]]
     programs += [kernels.index_program(cuda.DIALECT, kernels.IndexSpec("cuda", mode, size, w,
                                                                        nd, idx, checked))
                  for mode, size, w, nd, idx, checked in [
-                     ("gather", 4, 4, 4, ("i8",), True), ("gather", 2, 1, 4, ("u1", "i2"), True),
+                     ("gather", 4, 4, 1, ("i8",), True), ("gather", 2, 1, 3, ("u1", "i2"), True),
                      ("scatter", 16, 8, 6, ("u8", "i4", "i8"), False),
-                     ("check", 8, 8, 4, ("i1", "u4"), True), ("gather", 8, 8, 4, ("i8",), False)]]
+                     ("check", 8, 8, 2, ("i1", "u4"), True), ("gather", 8, 8, 1, ("i8",), False),
+                     ("scatter", 13, 1, 1, ("i8",), False)]]
     for text, name, _ in programs:
         image, kind = cuda.compile_image(text, 90)
         assert image and kind == "cubin", name

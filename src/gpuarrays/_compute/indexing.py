@@ -148,7 +148,7 @@ def plan(x, key) -> _Plan:
     """
     items = key if type(key) is tuple else (key,)
     parsed = [_classify(x, k) for k in items]
-    shape, strides = x._shape, x._strides
+    shape = x._shape
     ndim = len(shape)
     consumed = 0
     n_ell = 0
