@@ -44,6 +44,8 @@ SECTIONS = (
         "argmax", "argmin", "count_nonzero", "all", "any", "diff"]),
     # linear algebra (docs/linalg.md)
     ("Array API namespace: linear algebra", ["matmul", "matrix_transpose", "tensordot", "vecdot"]),
+    # indexing (docs/indexing.md)
+    ("Array API namespace: indexing", ["take", "take_along_axis", "nonzero"]),
     ("Errors and warnings", ["GPUArraysError", "FreedArrayError", "DeviceResetError",
                              "OutOfMemoryError", "UnsupportedDTypeError", "CacheInUseError",
                              "BackendError", "GPUArraysWarning"]),

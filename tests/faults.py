@@ -61,7 +61,7 @@ __all__ = ["FaultyBackend", "inject", "faulty", "PRIMITIVES", "INJECTED_CODE"]
 # Every method of the back-end protocol (gpuarrays.backends.base.Backend).
 PRIMITIVES = (
     "device_count", "device_info", "allocate", "free", "mem_info", "memcpy", "upload",
-    "download", "fill", "copy_strided", "gather", "scatter", "synchronize", "reset",
+    "download", "fill", "copy_strided", "synchronize", "reset",
     "pointer_info", "register_host", "unregister_host",
 )
 

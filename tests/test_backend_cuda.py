@@ -7,8 +7,8 @@
   real architectures (NVRTC needs no GPU);
 * the kernels' *semantics*: the very CUDA C sources are compiled for the host
   with a small prelude and run on NumPy arrays, so conversions (float16 bit
-  manipulation, float-to-int, complex, bool), strided copies, fills, gathers
-  and scatters are compared with NumPy here;
+  manipulation, float-to-int, complex, bool), strided copies and fills
+  are compared with NumPy here;
 * layout, memset and parameter helpers.
 
 On a machine with a GPU the shared suite runs on ``cuda:N`` through the
@@ -516,28 +516,6 @@ def test_fill_kernels_write_the_value_through_strides(host, dtype, value):
     expected = np.zeros((4, 6), dt)
     expected[::-1, ::2] = v
     assert base.tobytes() == expected.tobytes()
-
-
-def test_gather_and_scatter_kernels_move_elements_by_byte_offset(host):
-    src = np.arange(40, dtype=np.float64) * 1.5
-    offsets = np.array([0, 8 * 39, 8 * 3, 8 * 3, 8 * 17], np.int64)
-    out = np.zeros(offsets.size, np.float64)
-    source = cuda.bytes_source(8, 8)
-    host.launch(source, "gather_bytes", [ctypes.c_uint64(out.ctypes.data),
-                                         ctypes.c_uint64(src.ctypes.data),
-                                         ctypes.c_uint64(offsets.ctypes.data),
-                                         ctypes.c_int64(offsets.size)])
-    np.testing.assert_array_equal(out, src[offsets // 8])
-    dst = np.zeros(40, np.float64)
-    values = np.array([1.0, 2.0, 3.0], np.float64)
-    where = np.array([8 * 5, 8 * 0, 8 * 39], np.int64)
-    host.launch(source, "scatter_bytes", [ctypes.c_uint64(dst.ctypes.data),
-                                          ctypes.c_uint64(values.ctypes.data),
-                                          ctypes.c_uint64(where.ctypes.data),
-                                          ctypes.c_int64(where.size)])
-    expected = np.zeros(40)
-    expected[where // 8] = values
-    np.testing.assert_array_equal(dst, expected)
 
 
 # On a GPU ---------------------------------------------------------------------------------------------

@@ -205,40 +205,6 @@ def test_fill(be, dtype, layout):
     buf.free()
 
 
-@pytest.mark.parametrize("dtype", ["f8", "u1", "i2", STRUCT, "c16"])
-@pytest.mark.parametrize("misaligned", [False, True])
-def test_gather_scatter(be, dtype, misaligned):
-    dtype = np.dtype(dtype)
-    size = dtype.itemsize
-    rng = np.random.default_rng(4)
-    n = 50
-    base_off = 1 if misaligned else 0
-    offsets = rng.permutation(60)[:n].astype(np.int64) * size + base_off
-    src, dst = Buffer(be, 64 * size + 8, seed=5), Buffer(be, n * size + 8, seed=6)
-    dview, _ = dst.view(dtype, (n,), (size,), int(misaligned))
-    be.gather(DEV, dview, src.ptr, offsets)
-    want = dst.host.copy()
-    for i, off in enumerate(offsets):
-        want[int(misaligned) + i * size : int(misaligned) + (i + 1) * size] = src.host[
-            off : off + size
-        ]
-    assert np.array_equal(dst.pull(), want)
-
-    # scatter the other way: dst (now gathered) back into a fresh buffer
-    dst.host[:] = want
-    target = Buffer(be, 64 * size + 8, seed=7)
-    be.scatter(DEV, target.ptr, offsets, dview)
-    want = target.host.copy()
-    for i, off in enumerate(offsets):
-        want[off : off + size] = dst.host[
-            int(misaligned) + i * size : int(misaligned) + (i + 1) * size
-        ]
-    assert np.array_equal(target.pull(), want)
-    be.gather(DEV, dview, src.ptr, np.empty(0, np.int64))  # nothing to do
-    for b in (src, dst, target):
-        b.free()
-
-
 def test_memcpy_and_kinds(be):
     kinds = be.device_info(DEV).kinds
     data = np.arange(256, dtype=np.uint8)

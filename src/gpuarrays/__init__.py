@@ -50,6 +50,7 @@ from ._compute.statistical import (
     var,
 )
 from ._compute.utility import all, any, diff
+from ._compute.indexing import nonzero, take, take_along_axis  # indexing (docs/indexing.md)
 from ._memory.cache import AllocCache, cached, uncached
 from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
 from ._memory.history import memory_history
@@ -136,6 +137,8 @@ __all__ += _CREATION_AND_MANIPULATION  # creation and manipulation (docs/manipul
 
 # linear algebra (docs/linalg.md)
 __all__ += ["matmul", "matrix_transpose", "tensordot", "vecdot"]
+# indexing and data-dependent shapes (docs/indexing.md)
+__all__ += ["take", "take_along_axis", "nonzero"]
 
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 

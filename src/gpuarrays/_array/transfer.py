@@ -1,10 +1,12 @@
-"""Moving data: writes, copies, conversions, host transfers, gather/scatter.
+"""Moving data: writes, copies, conversions, host transfers.
 
 Written once above the back-end interface.  The back-end only offers
-contiguous upload/download, ``fill``, ``copy_strided`` (non-overlapping, with
-dtype conversion), ``gather`` and ``scatter``; everything else -- NumPy
-broadcasting, overlapping copies inside one storage, copies between devices
-(through the host), staging of strided transfers -- is composed here.
+contiguous upload/download, ``fill`` and ``copy_strided`` (non-overlapping,
+with dtype conversion); everything else -- NumPy broadcasting, overlapping
+copies inside one storage, copies between devices (through the host), staging
+of strided transfers -- is composed here.  Advanced indexing (integer arrays,
+masks) is the compute layer's (``_compute/indexing.py``), reached through the
+array layer's hooks.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 from .._common.raw import extent, ndarray_at
 from ..backends.base import RawView
-from .layout import broadcast_strides, normalize_shape
+from .layout import broadcast_strides
 from .make import ArrayBase, new_array
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # gpuarrays/
@@ -242,61 +244,3 @@ def host_view(a) -> np.ndarray:
     handle = outside_handle(a)  # the NumPy array owns it; released when NumPy drops it
     return ndarray_at(st.ptr + a.offset, a.shape, a.strides, a.dtype,
                       readonly=not a._writeable, owner=handle)
-
-
-# advanced indexing -------------------------------------------------------------------
-def _offsets(a, key) -> np.ndarray:
-    """Byte offsets (from the storage start) of the elements ``a[key]`` selects."""
-    grid = np.full(a.shape, a.offset, dtype=np.int64)
-    for axis, (n, s) in enumerate(zip(a.shape, a.strides, strict=True)):
-        shape = [1] * a.ndim
-        shape[axis] = n
-        grid += (np.arange(n, dtype=np.int64) * s).reshape(shape)
-    items = key if type(key) is tuple else (key,)
-    host_key = tuple(k.get() if isinstance(k, ArrayBase) else k for k in items)
-    return grid[host_key if type(key) is tuple else host_key[0]]
-
-
-def _not_supported(impl, what: str) -> NotImplementedError:
-    return NotImplementedError(f"{what} (advanced indexing) is not implemented by the "
-                               f"{impl.name} back-end yet; use basic indexing or .get()")
-
-
-@_gated
-def gather(a, key):
-    """``a[key]`` for an advanced index: a copy in new storage."""
-    st = a._live()
-    offsets = _offsets(a, key)
-    out = new_array(normalize_shape(offsets.shape), a.dtype, a.device, a.kind)
-    impl, index = _impl(a)
-    if not hasattr(impl, "gather"):
-        out.free()
-        raise _not_supported(impl, "gather")
-    try:
-        impl.gather(index, out._raw(), st.ptr, np.ascontiguousarray(offsets).ravel())
-    except BaseException:
-        out.free()
-        raise
-    return out
-
-
-@_gated
-def scatter(a, key, value) -> None:
-    """``a[key] = value`` for an advanced index."""
-    st = a._live()
-    offsets = _offsets(a, key)
-    impl, index = _impl(a)
-    if not hasattr(impl, "scatter"):
-        raise _not_supported(impl, "scatter")
-    if isinstance(value, ArrayBase):
-        value = value.get()
-    host = np.broadcast_to(np.asarray(value, dtype=a.dtype), offsets.shape)
-    staged = np.ascontiguousarray(host)
-    if staged.size == 0:
-        return
-    tmp = _temp_like(staged.shape, a.dtype, a.device)
-    try:
-        impl.upload(index, tmp._raw().ptr, staged)
-        impl.scatter(index, st.ptr, np.ascontiguousarray(offsets).ravel(), tmp._raw())
-    finally:
-        tmp.free()

@@ -1,15 +1,15 @@
 """What the device back-ends share below the interface: layouts and kernel sources.
 
 The opencl and cuda back-ends run the same few kernels -- strided byte copies,
-fills, gathers, scatters and dtype conversions with NumPy's unsafe casting
-rules -- written in two C dialects.  This module holds everything about them
+fills and dtype conversions with NumPy's unsafe casting rules -- written in two
+C dialects (gathers and scatters are generated above the interface, by the
+compute layer's ``_compute/device/indexing.py``).  This module holds everything about them
 that does not depend on the platform:
 
 * layout helpers: :func:`collapse` (merge contiguous axes), :func:`word` (the
-  widest load/store unit), and the plans of ``fill``/``copy_strided``/
-  ``gather``/``scatter`` (:func:`plan_fill`, :func:`plan_copy`,
-  :func:`plan_gather`, :func:`plan_scatter`), which decide between a plain
-  copy or memset, a byte kernel and a conversion kernel;
+  widest load/store unit), and the plans of ``fill``/``copy_strided``
+  (:func:`plan_fill`, :func:`plan_copy`), which decide between a plain copy or
+  memset, a byte kernel and a conversion kernel;
 * the numeric types the kernels convert between (:data:`SCALARS`);
 * the kernel-source generator (:func:`bytes_source`, :func:`convert_source`),
   parametrised by a :class:`Dialect`: what a kernel, a helper function and a
@@ -51,9 +51,6 @@ __all__ = [
     "CopyPlan",
     "plan_fill",
     "plan_copy",
-    "IndexedPlan",
-    "plan_gather",
-    "plan_scatter",
     "DeviceOps",
     "launch_shape",
 ]
@@ -168,39 +165,6 @@ def plan_copy(dst: RawView, src: RawView, where: str) -> CopyPlan | None:
         src_aligned=word(s_align, src.ptr, *sstrides) >= s_align,
         dst_aligned=word(d_align, dst.ptr, *dstrides) >= d_align, contiguous=dense,
     )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class IndexedPlan:
-    """A gather or scatter: the ``<name>`` kernel of the byte program of ``itemsize``."""
-
-    name: str  # "gather_bytes" or "scatter_bytes"
-    dst: int  # the kernel's dst and src pointers
-    src: int
-    offsets: np.ndarray  # int64 byte offsets, contiguous
-    itemsize: int
-    word: int
-
-
-def _plan_indexed(name: str, dst: int, src: int, offsets: np.ndarray, itemsize: int,
-                  base: int, contiguous: int) -> IndexedPlan | None:  # fmt: skip
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64).reshape(-1)
-    if offsets.size == 0:
-        return None
-    w = word(itemsize, base, contiguous, int(np.bitwise_or.reduce(offsets)))
-    return IndexedPlan(name, dst, src, offsets, itemsize, w)
-
-
-def plan_gather(dst: RawView, src_base: int, offsets: np.ndarray) -> IndexedPlan | None:
-    """The plan of ``gather(dst, src_base, offsets)``; None when there is nothing to move."""
-    return _plan_indexed("gather_bytes", dst.ptr, src_base, offsets, dst.dtype.itemsize,
-                         src_base, dst.ptr)  # fmt: skip
-
-
-def plan_scatter(dst_base: int, offsets: np.ndarray, src: RawView) -> IndexedPlan | None:
-    """The plan of ``scatter(dst_base, offsets, src)``; None when there is nothing to move."""
-    return _plan_indexed("scatter_bytes", dst_base, src.ptr, offsets, src.dtype.itemsize,
-                         dst_base, src.ptr)  # fmt: skip
 
 
 # Numeric types -------------------------------------------------------------------------
@@ -375,7 +339,7 @@ def bytes_source(
 ) -> str:
     """The byte-moving kernels for one item size, moving ``word`` bytes at a time.
 
-    ``copy_bytes``, ``gather_bytes``, ``scatter_bytes`` and one fill kernel per
+    ``copy_bytes`` and one fill kernel per
     ``(name, value_param, value)`` of ``fills`` (see :func:`fill_kernel`);
     ``extra`` is source they need (a value struct).
     """
@@ -383,7 +347,6 @@ def bytes_source(
         raise ValueError(f"word {word} does not divide item size {itemsize}")
     g = d.glob
     move = "        for (int k = 0; k < WORDS; ++k) d[k] = s[k];\n"
-    indexed = [f"{g}u8 *dst", f"{g}const u8 *src", f"{g}const i64 *offsets", "i64 n"]
     parts = [
         d.prelude,
         _offsets_src(d),
@@ -396,12 +359,6 @@ def bytes_source(
                 f"        {g}W *d = ({g}W *)(dst + od);\n"
                 f"        {g}const W *s = ({g}const W *)(src + os);\n" + move),
         *(fill_kernel(d, name, param, value) for name, param, value in fills),
-        _kernel(d, "gather_bytes", indexed,
-                f"        {g}W *d = ({g}W *)(dst + i * ITEMSIZE);\n"
-                f"        {g}const W *s = ({g}const W *)(src + offsets[i]);\n" + move),
-        _kernel(d, "scatter_bytes", indexed,
-                f"        {g}W *d = ({g}W *)(dst + offsets[i]);\n"
-                f"        {g}const W *s = ({g}const W *)(src + i * ITEMSIZE);\n" + move),
     ]  # fmt: skip
     return "".join(parts)
 
@@ -493,14 +450,14 @@ def convert_source(
 # The interface methods device back-ends share, over their platform calls -----------------
 class DeviceOps:
     """Per-device state made on first use, ``upload``/``download``, and the kernel
-    operations ``fill``, ``copy_strided``, ``gather`` and ``scatter`` from the plans above.
+    operations ``fill`` and ``copy_strided`` from the plans above.
 
     A back-end class mixes this in and provides ``name``, ``memcpy``, the
     ``_states`` dict and ``_lock``, and the platform calls: ``_new_state``
     (context and queue/stream of a device), ``_copy`` (bytes between any two
     addresses, waiting for them when asked), ``_memset`` (a dense fill without
     a kernel, or False), ``_launch_fill``, ``_launch_copy`` (a ``"bytes"`` or
-    ``"convert"`` plan) and ``_launch_indexed``.
+    ``"convert"`` plan).
     """
 
     name: str
@@ -545,9 +502,6 @@ class DeviceOps:
     def _launch_copy(self, index: int, dst: RawView, src: RawView, plan: CopyPlan) -> None:
         raise NotImplementedError
 
-    def _launch_indexed(self, index: int, plan: IndexedPlan) -> None:
-        raise NotImplementedError
-
     def fill(self, index: int, dst: RawView, value: np.ndarray) -> None:
         plan = plan_fill(dst, value)
         if plan is None:
@@ -565,13 +519,3 @@ class DeviceOps:
             self.memcpy(index, dst.ptr, src.ptr, plan.n * dst.dtype.itemsize)
         else:
             self._launch_copy(index, dst, src, plan)
-
-    def gather(self, index: int, dst: RawView, src_base: int, offsets: np.ndarray) -> None:
-        plan = plan_gather(dst, src_base, offsets)
-        if plan is not None:
-            self._launch_indexed(index, plan)
-
-    def scatter(self, index: int, dst_base: int, offsets: np.ndarray, src: RawView) -> None:
-        plan = plan_scatter(dst_base, offsets, src)
-        if plan is not None:
-            self._launch_indexed(index, plan)

@@ -105,12 +105,6 @@ class Backend(Protocol):
         unsafe casting.  Source and destination never overlap (the core copies
         through a temporary when they would)."""
 
-    def gather(self, index: int, dst: RawView, src_base: int, offsets: np.ndarray) -> None:
-        """``dst.flat[i] = element at src_base + offsets[i]`` (dst contiguous)."""
-
-    def scatter(self, index: int, dst_base: int, offsets: np.ndarray, src: RawView) -> None:
-        """``element at dst_base + offsets[i] = src.flat[i]`` (src contiguous)."""
-
     # lifecycle --------------------------------------------------------------
     def synchronize(self, index: int) -> None: ...
     def reset(self, index: int) -> None:

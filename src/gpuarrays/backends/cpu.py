@@ -41,15 +41,6 @@ def _physical_memory() -> tuple[int, int]:
     return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
 
 
-def _bytes_at(base: int, offsets: np.ndarray, itemsize: int) -> tuple[np.ndarray, np.ndarray]:
-    """A uint8 view over the byte range the offsets touch, and per-element byte indices."""
-    lo = int(offsets.min())
-    hi = int(offsets.max()) + itemsize
-    raw = ndarray_at(base + lo, (hi - lo,), (1,), np.dtype(np.uint8))
-    index = (offsets - lo)[:, None] + np.arange(itemsize)
-    return raw, index
-
-
 class CpuBackend:
     """Host memory from the C allocator, all three kinds (docs/design.md, "The back-end interface")."""
 
@@ -136,21 +127,6 @@ class CpuBackend:
         if s.dtype.kind == "c" and dst.dtype.kind not in "cb":
             s = s.real  # the core warns (ComplexWarning) once, for every back-end
         np.copyto(ndarray_at(*dst), s, casting="unsafe")
-
-    def gather(self, index: int, dst: RawView, src_base: int, offsets: np.ndarray) -> None:
-        if offsets.size == 0:
-            return
-        itemsize = dst.dtype.itemsize
-        raw, idx = _bytes_at(src_base, offsets, itemsize)
-        out = ndarray_at(dst.ptr, (offsets.size, itemsize), (itemsize, 1), np.dtype(np.uint8))
-        out[...] = raw[idx]
-
-    def scatter(self, index: int, dst_base: int, offsets: np.ndarray, src: RawView) -> None:
-        if offsets.size == 0:
-            return
-        itemsize = src.dtype.itemsize
-        raw, idx = _bytes_at(dst_base, offsets, itemsize)
-        raw[idx] = ndarray_at(src.ptr, (offsets.size, itemsize), (itemsize, 1), np.dtype(np.uint8))
 
     # lifecycle ----------------------------------------------------------------
     def synchronize(self, index: int) -> None:

@@ -81,7 +81,6 @@ from ._kernels import (
     DeviceOps,
     Dialect,
     FillPlan,
-    IndexedPlan,
     convert_targets,
     scalar_key,
 )
@@ -367,7 +366,7 @@ def bytes_source(itemsize: int, word: int) -> str:
 
 
 def bytes_kernel_names(itemsize: int) -> tuple[str, ...]:
-    names = ("copy_bytes", "fill_bytes_ptr", "gather_bytes", "scatter_bytes")
+    names = ("copy_bytes", "fill_bytes_ptr")
     return names + (("fill_bytes",) if itemsize <= _VALUE_PARAM_MAX else ())
 
 
@@ -914,14 +913,6 @@ class CudaBackend(DeviceOps):
 
     def _temporary(self, index: int, host: np.ndarray) -> CudaBackend._Temporary:
         return CudaBackend._Temporary(self, index, host)
-
-    def _launch_indexed(self, index: int, plan: IndexedPlan) -> None:
-        _, fn = self._bytes_function(index, plan.itemsize, plan.word, plan.name)
-        n = plan.offsets.size
-        with self._temporary(index, plan.offsets) as dev_offsets:
-            args = [ctypes.c_uint64(plan.dst), ctypes.c_uint64(plan.src),
-                    ctypes.c_uint64(dev_offsets), ctypes.c_int64(n)]  # fmt: skip
-            self._launch(index, fn, n, args)
 
     # generated kernels (KernelBackend in base.py) ---------------------------------
     dialect = _CUDA_C

@@ -690,12 +690,6 @@ class OpenCLBackend(_kernels.DeviceOps):
                 ("long", plan.n)]  # fmt: skip
         self._launch(state, kernel, plan.n, args)
 
-    def _launch_indexed(self, index: int, plan: _kernels.IndexedPlan) -> None:
-        state, kernel = self._bytes_kernel(index, plan.itemsize, plan.word, plan.name)
-        n = plan.offsets.size
-        args = [("svm", plan.dst), ("svm", plan.src), ("buf", plan.offsets), ("long", n)]
-        self._launch(state, kernel, n, args)
-
     # generated kernels (KernelBackend in base.py) ---------------------------------
     dialect = _OPENCL_C
 
@@ -798,7 +792,7 @@ def _has_fp16(cl, dev, extensions: list[str]) -> bool:
 def _kernel_names(key: tuple) -> tuple[str, ...]:
     if key[0] == "convert":
         return _kernels.convert_kernel_names(key[2])
-    return ("copy_bytes", "fill_bytes", "gather_bytes", "scatter_bytes")
+    return ("copy_bytes", "fill_bytes")
 
 
 def _all_devices(cl) -> list:
