@@ -65,6 +65,8 @@ from ._compute.statistical import (
     var,
 )
 from ._compute.utility import all, any, diff
+# sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
+from ._compute.sorting import argsort, searchsorted, sort
 from ._memory.cache import AllocCache, cached, uncached
 from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
 from ._memory.history import memory_history
@@ -102,6 +104,8 @@ __all__ += [n for n in _compute_names if not n.startswith("_") and n != "install
 # reductions, statistics, scans and searching (docs/reductions.md)
 __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
             "cumulative_prod", "all", "any", "diff", "argmax", "argmin", "count_nonzero"]
+# sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
+__all__ += ["sort", "argsort", "searchsorted"]
 
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 
