@@ -45,22 +45,41 @@ from ..._array.transfer import copy_raw
 from . import reduce as red
 from . import scan as device_scan
 
-__all__ = ["sort", "search", "program", "SortSpec", "ROWS_MAX", "CHUNK_MIN", "passes",
+__all__ = ["sort", "search", "program", "SortSpec", "ROWS_MAX", "ROWS_TOTAL", "CHUNK_MIN", "passes",
            "override_hint"]
 
 RADIX_BITS = 8
 """Bits per pass: 256 buckets fit a work-item's private memory on a CPU device."""
 
-ROWS_MAX = 2048
-"""Rows at most this long are sorted by one work-item each (``mode 2``, merge sort); longer
-rows by the radix passes.  Measured on PoCL here (2 shared cores, float32, argsort, one
-launch for all rows; benchmarks/sort.py --crossover): see docs/sorting.md, "The decision"."""
+ROWS_MAX = 128
+"""Rows at most this long are sorted by one work-item each (``mode 2``: insertion sort of
+runs of 16, then merges), and so is everything of at most ``ROWS_TOTAL`` elements; longer
+rows take the radix passes.  Measured on PoCL here (2 cores shared with other jobs, so
++-30 %; argsort of float32, one launch for all rows; docs/sorting.md, "The decision"):
+
+=============================  ============  ===========
+rows x length                  merge (rows)  radix
+=============================  ============  ===========
+1 x 64 / 1 x 1024 / 1 x 4096    0.08/0.11/0.28 ms  0.61/0.68/0.91 ms
+1 x 16384 / 1 x 65536           1.40/6.39 ms       0.93/1.29 ms
+16384 x 64                      63 ms        73 ms
+4096 x 256                      90 ms        57 ms
+1024 x 1024 / 64 x 16384        69/133 ms    45/22 ms
+=============================  ============  ===========
+
+A short single row is launch-bound (the radix sort of float32 is 4 passes of 3 launches);
+batches of rows from 256 long are faster by radix, whose chunks stream whole rows."""
+
+ROWS_TOTAL = 8192
+"""Elements (all rows together) up to which the merge kernel is used whatever the length."""
 
 CHUNK_MIN = {"cpu": 1 << 14, "gpu": 1 << 12}
 """Fewest elements a radix work-item handles (its 256 counters must pay off)."""
 
 _CHUNKS = {"cpu": 4 * (os.cpu_count() or 2), "gpu": 4096}
 """Radix work-items that keep the device busy (cores x 4 on a CPU device)."""
+
+ROWS_LOCAL = 64
 
 _KERNEL_DIMS = 4
 """Kept (non-sorted) axes a kernel decodes; more are first copied into one."""
@@ -388,10 +407,10 @@ def sort(x, ax: int, descending: bool, result, indices: bool, values=None) -> No
             return a._raw().ptr
 
         vdt, idt = W, IW
-        if n <= ROWS_MAX:
+        if n <= ROWS_MAX or n_rows * n <= ROWS_TOTAL:
             va, vb = buf(vdt), buf(vdt)
             ia, ib = buf(idt), buf(idt)
-            L = 64
+            L = ROWS_LOCAL
             kernel.launch([raw.ptr, pz, pv, va, ia, vb, ib, 0, n_rows, n, 1, raw.strides[ax],
                            z.strides[ax], *tail, 2, 0, kind, int(descending), with_index, 1, 1],
                           -(-n_rows // L) * L, L)
