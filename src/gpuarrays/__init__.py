@@ -65,6 +65,7 @@ from ._compute.statistical import (
     var,
 )
 from ._compute.utility import all, any, diff
+from ._compute.indexing import nonzero, take, take_along_axis  # indexing (docs/indexing.md)
 # sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
 from ._compute.sorting import argsort, searchsorted, sort
 from ._memory.cache import AllocCache, cached, uncached
@@ -104,6 +105,8 @@ __all__ += [n for n in _compute_names if not n.startswith("_") and n != "install
 # reductions, statistics, scans and searching (docs/reductions.md)
 __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
             "cumulative_prod", "all", "any", "diff", "argmax", "argmin", "count_nonzero"]
+# indexing and data-dependent shapes (docs/indexing.md)
+__all__ += ["take", "take_along_axis", "nonzero"]
 # sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
 __all__ += ["sort", "argsort", "searchsorted"]
 

@@ -225,7 +225,7 @@ class GPUArray(_core.Array):
                 key = (key,)
             return self._from_engine(eng[key + (Ellipsis,)] if Ellipsis not in key
                                      else eng[key])
-        return transfer.gather(self, key)
+        return _HOOKS.getitem(self, key)  # indexing: integer arrays and masks
 
     def reshape(self, *shape, order: str = "C", copy: bool | None = None) -> GPUArray:
         """NumPy's reshape: a view when NumPy gives one, else a copy.
@@ -390,7 +390,7 @@ class GPUArray(_core.Array):
         elif self._freed or _is_basic(key):
             target = self[key]
         else:
-            transfer.scatter(self, key, value)
+            _HOOKS.setitem(self, key, value)  # indexing: integer arrays and masks
             return
         try:
             transfer.assign(target, value)

@@ -31,10 +31,13 @@ class Hooks:
     - ``inplace(name, a, b)``: ``a <op>= b`` into ``a``'s storage, returns ``a``;
     - ``unary(name, a)``: ``-a``, ``+a``, ``~a``, ``abs(a)``;
     - ``ufunc(a, ufunc, method, *inputs, **kwargs)``: NumPy's ``__array_ufunc__``;
-    - ``namespace(api_version)``: the module ``__array_namespace__`` returns.
+    - ``namespace(api_version)``: the module ``__array_namespace__`` returns;
+    - ``getitem(a, key)`` / ``setitem(a, key, value)``: indexing with integer arrays and
+      boolean masks (``_compute/indexing.py``; basic indexing stays in the array layer).
     """
 
-    __slots__ = ("binary", "reflected", "inplace", "unary", "ufunc", "namespace")
+    __slots__ = ("binary", "reflected", "inplace", "unary", "ufunc", "namespace",
+                 "getitem", "setitem")  # indexing: getitem, setitem
 
     def __init__(self) -> None:
         for slot in self.__slots__:

@@ -14,6 +14,7 @@ import numpy as np
 
 from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
+from . import indexing
 from .dispatch import apply
 from .promotion import SCALAR_TYPES
 from .statistical import reduce_ufunc
@@ -114,3 +115,4 @@ def install(module) -> None:
     HOOKS.unary = unary
     HOOKS.ufunc = array_ufunc
     HOOKS.namespace = namespace
+    indexing.install()  # indexing: a[int_array], a[mask] and their assignment
