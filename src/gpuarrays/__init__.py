@@ -67,6 +67,7 @@ from ._compute.statistical import (
 from ._compute.utility import all, any, diff
 from ._compute.indexing import nonzero, take, take_along_axis  # indexing (docs/indexing.md)
 # sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
+from ._compute.sets import isin, unique_all, unique_counts, unique_inverse, unique_values
 from ._compute.sorting import argsort, searchsorted, sort
 from ._memory.cache import AllocCache, cached, uncached
 from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
@@ -108,7 +109,8 @@ __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
 # indexing and data-dependent shapes (docs/indexing.md)
 __all__ += ["take", "take_along_axis", "nonzero"]
 # sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
-__all__ += ["sort", "argsort", "searchsorted"]
+__all__ += ["sort", "argsort", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
+            "unique_values", "isin"]
 
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 
