@@ -42,6 +42,10 @@ SECTIONS = (
     ("Array API namespace: statistics, scans, searching and utility", [
         "sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum", "cumulative_prod",
         "argmax", "argmin", "count_nonzero", "all", "any", "diff"]),
+    # sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
+    ("Array API namespace: sorting, searching and sets", [
+        "sort", "argsort", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
+        "unique_values", "isin"]),
     ("Errors and warnings", ["GPUArraysError", "FreedArrayError", "DeviceResetError",
                              "OutOfMemoryError", "UnsupportedDTypeError", "CacheInUseError",
                              "BackendError", "GPUArraysWarning"]),
