@@ -301,3 +301,117 @@ def test_sort_kernels_compile_with_nvrtc(nvrtc):
                 text, name, _ = device_sort.program(cuda.DIALECT, spec)
                 image, kind = cuda.compile_image(text, 90)
                 assert image and kind == "cubin", (family, width, index)
+
+
+# sets -------------------------------------------------------------------------------------
+def unique_oracle(h):
+    return np.unique(h.reshape(-1), return_index=True, return_inverse=True, return_counts=True,
+                     equal_nan=False)
+
+
+def check_unique(device, h):
+    a = ga.asarray(h, device=device)
+    wv, wi, winv, wc = unique_oracle(h)
+    r = ga.unique_all(a)
+    assert type(r).__name__ == "UniqueAllResult"
+    assert r._fields == ("values", "indices", "inverse_indices", "counts")
+    assert r.values.dtype == h.dtype and r.values.shape == wv.shape
+    assert r.indices.dtype == r.inverse_indices.dtype == r.counts.dtype == ga.int64
+    np.testing.assert_array_equal(r.values.get(), wv)  # NaN == NaN here, -0 == +0
+    np.testing.assert_array_equal(r.indices.get(), wi)
+    np.testing.assert_array_equal(r.inverse_indices.get(), winv.reshape(h.shape))
+    np.testing.assert_array_equal(r.counts.get(), wc)
+    np.testing.assert_array_equal(ga.unique_values(a).get(), wv)
+    c = ga.unique_counts(a)
+    assert c._fields == ("values", "counts")
+    np.testing.assert_array_equal(c.counts.get(), wc)
+    inv = ga.unique_inverse(a)
+    assert inv._fields == ("values", "inverse_indices")
+    np.testing.assert_array_equal(inv.inverse_indices.get(), winv.reshape(h.shape))
+
+
+@given(st.data())
+@SETTINGS
+def test_unique_hypothesis_against_numpy(device, data):
+    dt = data.draw(st.sampled_from(supported(device, NUMERIC_DTYPES)))
+    shape = tuple(data.draw(st.lists(st.integers(0, 7), min_size=0, max_size=3)))
+    check_unique(device, keys(dt, shape, data.draw(st.integers(0, 99))))
+
+
+def test_unique_nan_each_distinct_and_signed_zeros_one(device):
+    h = np.array([np.nan, 0.0, -0.0, np.nan, 1.0, -0.0, np.nan], dtype=np.float32)
+    r = ga.unique_counts(ga.asarray(h, device=device))
+    v = r.values.get()
+    assert v.shape == (5,) and np.isnan(v[2:]).all() and v[0] == 0 and v[1] == 1
+    assert r.counts.get().tolist() == [3, 1, 1, 1, 1]
+    check_unique(device, h)
+
+
+def test_unique_large_strided_and_empty(device):
+    h = keys("int32", (3000, 400), 16, spread=200)  # 1.2 M elements through the radix sort
+    check_unique(device, h[::2, ::3])
+    check_unique(device, keys("float32", (1 << 20,), 17, spread=1000))
+    e = ga.asarray(np.zeros((2, 0), np.float32), device=device)
+    r = ga.unique_all(e)
+    assert r.values.shape == (0,) and r.inverse_indices.shape == (2, 0)
+
+
+def test_unique_reads_one_count_and_frees_its_temporaries(device, used):
+    a = ga.asarray(keys("float32", (20000,), 18), device=device)
+    before = used()
+    r = ga.unique_all(a)
+    ga.synchronize(device)
+    total = sum(x.nbytes for x in r)
+    assert before + total <= used() < before + total + 4 * 4096
+    del r
+    assert used() == before
+
+
+@pytest.mark.parametrize("dtypes", [("int64", "int64"), ("float32", "float32"),
+                                    ("int8", "int16"), ("bool", "bool"),
+                                    ("complex64", "complex64"), ("uint8", "float32")])
+def test_isin_matches_numpy(device, dtypes):
+    for (n1, n2), seed in zip(((0, 4), (7, 0), (1, 1), (300, 20), (5000, 9000)), range(5),
+                              strict=True):
+        h1 = keys(dtypes[0], (n1,), seed)
+        h2 = keys(dtypes[1], (n2,), seed + 50)
+        a1, a2 = ga.asarray(h1, device=device), ga.asarray(h2, device=device)
+        for invert in (False, True):
+            got = ga.isin(a1, a2, invert=invert)
+            assert got.dtype == ga.bool and got.shape == h1.shape
+            np.testing.assert_array_equal(got.get(), np.isin(h1, h2, invert=invert))
+
+
+def test_isin_nd_strided_and_scalars(device):
+    h1 = keys("int32", (6, 7), 20)
+    h2 = keys("int32", (4, 5), 21)
+    a1, a2 = ga.asarray(h1, device=device), ga.asarray(h2, device=device)
+    np.testing.assert_array_equal(ga.isin(a1.T, a2[::2]).get(), np.isin(h1.T, h2[::2]))
+    got = ga.isin(3, a2)
+    assert got.shape == () and bool(got.get()) == (3 in h2)
+    np.testing.assert_array_equal(ga.isin(a1, 2).get(), h1 == 2)
+    f = ga.asarray(np.array([np.nan, 0.0, -0.0, 1.5], np.float32), device=device)
+    assert ga.isin(f, f).get().tolist() == [False, True, True, True]
+
+
+def test_set_functions_bad_input(device, used):
+    a = ga.ones(4, device=device)
+    before = used()
+    with ga.record_allocations() as rec:
+        for fn in (ga.unique_all, ga.unique_counts, ga.unique_inverse, ga.unique_values):
+            with pytest.raises(TypeError, match="gpuarrays array"):
+                fn(np.ones(3))
+        with pytest.raises(TypeError, match="at least one"):
+            ga.isin(1, 2)
+        with pytest.raises(TypeError, match="invert"):
+            ga.isin(a, a, invert=None)
+        with pytest.raises(TypeError, match="Python scalars"):
+            ga.isin(a, [1, 2])
+        with pytest.raises(OverflowError):
+            ga.isin(ga.ones(2, dtype=ga.int8, device=device), 1000)
+    assert rec.count <= 1 and used() == before  # the int8 operand above
+    a.free()
+    for call in (lambda: ga.unique_all(a), lambda: ga.unique_values(a), lambda: ga.isin(a, 1),
+                 lambda: ga.isin(ga.ones(2, device=device), a)):
+        with pytest.raises(ga.FreedArrayError):
+            call()

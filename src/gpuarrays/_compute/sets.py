@@ -231,8 +231,11 @@ def isin(x1, x2, /, *, invert=False):
             from .device import sort as device_sort  # same layer
 
             with dev.gate:
-                c2 = _prepared(a2, common, temps, contiguous=True).reshape(-1)
-                temps.append(c2)
+                c2 = _prepared(a2, common, temps, contiguous=True)
+                flat = c2.reshape(-1)  # a new handle, or c2 itself when already 1-d
+                if flat is not c2:
+                    temps.append(flat)
+                c2 = flat
                 s2 = new_array((a2.size,), common, dev, "device")
                 temps.append(s2)
                 if a2.size:
