@@ -291,16 +291,17 @@ def nvrtc():
     return lib
 
 
-def test_sort_kernels_compile_with_nvrtc(nvrtc):
+@pytest.mark.parametrize("width", [1, 2, 4, 8, 16])
+def test_sort_kernels_compile_with_nvrtc(nvrtc, width):
     from gpuarrays.backends import cuda
 
-    for family in ("sort", "search"):
-        for width in (1, 2, 4, 8, 16):
-            for index in ((4, 8) if family == "sort" else (8,)):
-                spec = device_sort.SortSpec("cuda", width, index, family)
-                text, name, _ = device_sort.program(cuda.DIALECT, spec)
-                image, kind = cuda.compile_image(text, 90)
-                assert image and kind == "cubin", (family, width, index)
+    for family, index in (("sort", 4), ("sort", 8), ("search", 8)):
+        if family == "sort" and index == 8 and width != 4:
+            continue  # 64-bit row indices change only the index type: one width covers them
+        spec = device_sort.SortSpec("cuda", width, index, family)
+        text, name, _ = device_sort.program(cuda.DIALECT, spec)
+        image, kind = cuda.compile_image(text, 90)
+        assert image and kind == "cubin", (family, width, index)
 
 
 # sets -------------------------------------------------------------------------------------
