@@ -1,6 +1,6 @@
 """The ``sort`` group of ``gpuarrays bench`` (docs/sorting.md, "Measurements").
 
-``sort`` and ``argsort`` of 1 M and 16 M float32 (smoke: 4 096 and 65 536),
+``sort`` and ``argsort`` of 1 M and 16 M float32 (smoke: 4 096 and 16 384),
 side by side with NumPy (``np.sort``/``np.argsort``, stable), PyTorch CPU
 (``torch.sort(stable=True)``, which gives values and indices together) and, on
 OpenCL devices, ``pyopencl.algorithm.RadixSort`` sorting the same float32 keys
@@ -41,7 +41,7 @@ def bench_sort(dev, settings, libs, rows, targets) -> None:
     torch, ocl, cupy = libs["torch"], libs["pyopencl"], libs["cuda"]["cupy"]
     radix = _radix_sort(ocl) if ocl is not None else None
     rng = np.random.default_rng(0)
-    for n in ((1 << 12, 1 << 16) if smoke else (1 << 20, 1 << 24)):
+    for n in ((1 << 12, 1 << 14) if smoke else (1 << 20, 1 << 24)):
         h = rng.standard_normal(n).astype(np.float32)
         a = ga.asarray(h, device=dev)
         ns = {"ga": ga, "np": np, "dev": dev, "a": a, "h": h, "torch": torch}

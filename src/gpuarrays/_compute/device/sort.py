@@ -48,24 +48,23 @@ from . import scan as device_scan
 __all__ = ["sort", "search", "program", "SortSpec", "ROWS_MAX", "ROWS_TOTAL", "CHUNK_MIN", "passes",
            "override_hint"]
 
-RADIX_BITS = 8
-"""Bits per pass: 256 buckets fit a work-item's private memory on a CPU device."""
-
 ROWS_MAX = 128
 """Rows at most this long are sorted by one work-item each (``mode 2``: insertion sort of
 runs of 16, then merges), and so is everything of at most ``ROWS_TOTAL`` elements; longer
 rows take the radix passes.  Measured on PoCL here (2 cores shared with other jobs, so
-+-30 %; argsort of float32, one launch for all rows; docs/sorting.md, "The decision"):
++-30 %; argsort of float32, one launch for all rows; `python benchmarks/sort.py
+--crossover`; docs/sorting.md, "The decision"):
 
-=============================  ============  ===========
-rows x length                  merge (rows)  radix
-=============================  ============  ===========
-1 x 64 / 1 x 1024 / 1 x 4096    0.08/0.11/0.28 ms  0.61/0.68/0.91 ms
-1 x 16384 / 1 x 65536           1.40/6.39 ms       0.93/1.29 ms
-16384 x 64                      63 ms        73 ms
-4096 x 256                      90 ms        57 ms
-1024 x 1024 / 64 x 16384        69/133 ms    45/22 ms
-=============================  ============  ===========
+  rows x length      merge (rows)   radix
+  1 x 64               0.08 ms       0.61 ms
+  1 x 1024             0.11 ms       0.68 ms
+  1 x 4096             0.28 ms       0.91 ms
+  1 x 16384            1.40 ms       0.93 ms
+  1 x 65536            6.39 ms       1.29 ms
+  16384 x 64           63 ms         73 ms
+  4096 x 256           90 ms         57 ms
+  1024 x 1024          69 ms         45 ms
+  64 x 16384           133 ms        22 ms
 
 A short single row is launch-bound (the radix sort of float32 is 4 passes of 3 launches);
 batches of rows from 256 long are faster by radix, whose chunks stream whole rows."""
