@@ -118,6 +118,15 @@ def test_strided_and_negative_stride_inputs(device, layout):
         assert_same(ga.sort(view, axis=axis).get(), np.sort(hv, axis=axis, kind="stable"))
 
 
+def test_many_kept_axes_that_do_not_collapse(device):
+    h = keys("int16", (4, 3, 4, 3, 4, 3, 5), 22)
+    hv = h[::2, :, ::2, :, ::2, :, ::-1]  # six kept axes, none collapsible
+    a = ga.asarray(h, device=device)[::2, :, ::2, :, ::2, :, ::-1]
+    for axis in (-1, 3):
+        np.testing.assert_array_equal(ga.argsort(a, axis=axis).get(),
+                                      np.argsort(hv, axis=axis, kind="stable"))
+
+
 @given(st.data())
 @SETTINGS
 def test_hypothesis_shapes_axes_dtypes(device, data):
@@ -245,6 +254,9 @@ def test_searchsorted_sorter_scalars_nd_and_promotion(device):
             ga.searchsorted(a1, ga.asarray(x2, device=device)[:, ::2], side=side,
                             sorter=ga.asarray(srt.astype(np.int32), device=device)).get(),
             np.searchsorted(x1, x2[:, ::2], side=side, sorter=srt))
+    x1s = np.sort(x1, kind="stable")
+    got = ga.searchsorted(ga.asarray(x1s, device=device)[::3], ga.asarray(x2, device=device))
+    np.testing.assert_array_equal(got.get(), np.searchsorted(x1s[::3], x2))  # strided x1
     i1 = np.sort(rng.integers(-50, 50, 200)).astype(np.int16)
     g1 = ga.asarray(i1, device=device)
     got = ga.searchsorted(g1, 3)
