@@ -75,5 +75,6 @@ section alloc_bench 45
 section bandwidth 30
 section reset 30
 section compute 120
+section sort 60
 
 "$PYTHON" "$HERE/gpu_check.py" table "$OUT" | tee "$OUT/summary.txt"
