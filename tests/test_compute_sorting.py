@@ -167,6 +167,21 @@ def test_gpu_shaped_radix_launch(device):
         device_sort.override_hint.remove("gpu")
 
 
+def test_float16_keys_on_every_device_kernel(device):
+    """float16 keys on a device kernel even where the device holds no float16 (PoCL here):
+    the bits travel in a uint16 array and the kernel is told they are floats."""
+    if device.backend == "cpu":
+        check(device, keys("float16", (3000,), 23))
+        return
+    for shape in ((100,), (5000,), (30, 50)):
+        h = keys("float16", shape, 24)
+        a = ga.asarray(h.view(np.uint16), device=device)
+        for descending in (False, True):
+            got = ga.empty(shape, dtype=ga.int64, device=device)
+            device_sort.sort(a, len(shape) - 1, descending, got, True, kind="f")
+            np.testing.assert_array_equal(got.get(), want_argsort(h, -1, descending))
+
+
 def test_complex_order_is_numpys(device):
     v = [np.nan + 1j, 1 + np.nan * 1j, np.nan + np.nan * 1j, 2 + 0j, 1 + 1j, 1 - 1j,
          np.nan - 1j, 3 + np.nan * 1j, -np.inf + 0j, complex(0.0, -0.0)]

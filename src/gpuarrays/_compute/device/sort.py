@@ -371,10 +371,13 @@ def _aligned_raw(x, temps: list):
 
 
 # Sorting --------------------------------------------------------------------------------------
-def sort(x, ax: int, descending: bool, result, indices: bool, values=None) -> None:
+def sort(x, ax: int, descending: bool, result, indices: bool, values=None,
+         kind: str | None = None) -> None:
     """Sort ``x`` (live, non-empty, on a device) along ``ax`` stably into ``result``: the
     sorted values, or with ``indices`` the int64 indices (argsort), with the sorted values also written into ``values`` (a
-    contiguous array of ``x``'s dtype and shape, rows along the last axis) when given."""
+    contiguous array of ``x``'s dtype and shape, rows along the last axis) when given.
+    ``kind`` overrides the dtype kind the keys are made for (tests sort float16 bits held
+    in a uint16 array with ``kind="f"`` on a device without float16)."""
     dev = x._storage.device
     temps = []
     try:
@@ -396,7 +399,7 @@ def sort(x, ax: int, descending: bool, result, indices: bool, values=None) -> No
         IW = 4 if n < 2**32 else 8
         kernel = _kernel(dev, SortSpec(dev.backend, W, IW))
         hint = _hint(dev)
-        kind = _KINDS[dt.kind]
+        kind = _KINDS[kind or dt.kind]
         tail = [*(k[0] for k in kept), *(k[1] for k in kept), *(k[2] for k in kept)]
         pv = values._raw().ptr if values is not None else 0
         total = n_rows * n
