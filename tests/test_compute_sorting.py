@@ -106,12 +106,15 @@ def test_sizes_around_the_switch_and_powers_of_two(device, n):
     check(device, keys("int16", (n,), n), descending=True)
 
 
-@pytest.mark.parametrize("layout", ["transposed", "negative", "strided", "offset"])
+@pytest.mark.parametrize("layout", ["transposed", "negative", "strided", "offset",
+                                    "broadcast"])
 def test_strided_and_negative_stride_inputs(device, layout):
     h = keys("float32", (300, 40), 5)
     a = ga.asarray(h, device=device)
     view, hv = {"transposed": (a.T, h.T), "negative": (a[::-1, ::-2], h[::-1, ::-2]),
-                "strided": (a[::3], h[::3]), "offset": (a[1:, 3:], h[1:, 3:])}[layout]
+                "strided": (a[::3], h[::3]), "offset": (a[1:, 3:], h[1:, 3:]),
+                "broadcast": (ga.broadcast_to(a[:, :1], (300, 40)),
+                              np.broadcast_to(h[:, :1], (300, 40)))}[layout]
     for axis in (0, 1, -1):
         np.testing.assert_array_equal(ga.argsort(view, axis=axis).get(),
                                       np.argsort(hv, axis=axis, kind="stable"))
@@ -393,6 +396,17 @@ def test_unique_reads_one_count_and_frees_its_temporaries(device, used):
     assert before + total <= used() < before + total + 4 * 4096
     del r
     assert used() == before
+    cache = ga.AllocCache()
+    counts = []
+    for _ in range(3):
+        with ga.record_allocations() as rec, ga.cached(cache):
+            r = ga.unique_all(a)
+            del r
+            s = ga.isin(a, a)
+            del s
+        counts.append(rec.count)
+    assert counts[1:] == [0, 0]
+    cache.free()
 
 
 @pytest.mark.parametrize("dtypes", [("int64", "int64"), ("float32", "float32"),
