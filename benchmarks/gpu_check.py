@@ -541,9 +541,61 @@ def linalg(s: Section) -> None:
     s.check("matmul GFLOP/s beside cuBLAS", speed)
 
 
+def sort(s: Section) -> None:
+    """sort / argsort on cuda:0 (docs/sorting.md): values against NumPy, then 1 M and 16 M
+    float32 beside CuPy (the kernels were never measured on a GPU before this check)."""
+    import numpy as np
+
+    import gpuarrays as ga
+
+    dev = ga.get_device("cuda:0")
+    rng = np.random.default_rng(0)
+
+    def values():
+        for shape, axis in (((1 << 20,), -1), ((4096, 300), 1), ((300, 4096), 0)):
+            h = rng.integers(-1000, 1000, shape).astype(np.float32)
+            a = ga.asarray(h, device=dev)
+            if not np.array_equal(ga.argsort(a, axis=axis).get(),
+                                  np.argsort(h, axis=axis, kind="stable")):
+                raise AssertionError(f"argsort of {shape} along {axis} differs from NumPy")
+        return "ok", "argsort bit-exact (stable) against NumPy"
+    s.check("sort values vs NumPy", values)
+
+    def speed(n):
+        h = rng.standard_normal(n).astype(np.float32)
+        a = ga.asarray(h, device=dev)
+        out = []
+        for op in ("sort", "argsort"):
+            fn = getattr(ga, op)
+            fn(a).free()
+            dev.synchronize()
+            t = time.perf_counter()
+            for _ in range(5):
+                fn(a).free()
+            dev.synchronize()
+            detail = f"{op} gpuarrays {(time.perf_counter() - t) / 5 * 1e3:.2f} ms"
+            try:
+                import cupy
+                x = cupy.asarray(h)
+                getattr(cupy, op)(x)
+                cupy.cuda.Device().synchronize()
+                t = time.perf_counter()
+                for _ in range(5):
+                    getattr(cupy, op)(x)
+                cupy.cuda.Device().synchronize()
+                detail += f", cupy {(time.perf_counter() - t) / 5 * 1e3:.2f} ms"
+            except ImportError:
+                detail += ", cupy not installed"
+            out.append(detail)
+        return "ms", "; ".join(out)
+    s.check("sort/argsort 1 M float32", lambda: speed(1 << 20))
+    s.check("sort/argsort 16 M float32", lambda: speed(1 << 24))
+
+
 SECTIONS = {"preflight": preflight, "interop": interop, "cupy_cached": cupy_cached,
             "alloc_bench": alloc_bench, "bandwidth": bandwidth, "reset": reset,
-            "compute": compute, "linalg": linalg}
+            "compute": compute, "linalg": linalg,
+            "sort": sort}
 
 
 def table(out: str) -> int:

@@ -76,5 +76,6 @@ section bandwidth 30
 section reset 30
 section compute 120
 section linalg 90
+section sort 60
 
 "$PYTHON" "$HERE/gpu_check.py" table "$OUT" | tee "$OUT/summary.txt"

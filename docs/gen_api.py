@@ -46,6 +46,10 @@ SECTIONS = (
     ("Array API namespace: linear algebra", ["matmul", "matrix_transpose", "tensordot", "vecdot"]),
     # indexing (docs/indexing.md)
     ("Array API namespace: indexing", ["take", "take_along_axis", "nonzero"]),
+    # sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
+    ("Array API namespace: sorting, searching and sets", [
+        "sort", "argsort", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
+        "unique_values", "isin"]),
     ("Errors and warnings", ["GPUArraysError", "FreedArrayError", "DeviceResetError",
                              "OutOfMemoryError", "UnsupportedDTypeError", "CacheInUseError",
                              "BackendError", "GPUArraysWarning"]),

@@ -51,6 +51,9 @@ from ._compute.statistical import (
 )
 from ._compute.utility import all, any, diff
 from ._compute.indexing import nonzero, take, take_along_axis  # indexing (docs/indexing.md)
+# sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
+from ._compute.sets import isin, unique_all, unique_counts, unique_inverse, unique_values
+from ._compute.sorting import argsort, searchsorted, sort
 from ._memory.cache import AllocCache, cached, uncached
 from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
 from ._memory.history import memory_history
@@ -139,6 +142,9 @@ __all__ += _CREATION_AND_MANIPULATION  # creation and manipulation (docs/manipul
 __all__ += ["matmul", "matrix_transpose", "tensordot", "vecdot"]
 # indexing and data-dependent shapes (docs/indexing.md)
 __all__ += ["take", "take_along_axis", "nonzero"]
+# sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
+__all__ += ["sort", "argsort", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
+            "unique_values", "isin"]
 
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 

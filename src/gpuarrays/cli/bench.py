@@ -670,6 +670,12 @@ def _bench_linalg(dev, settings, libs, rows, targets) -> None:  # linear algebra
     bench_linalg(dev, settings, libs, rows, targets)
 
 
+def _bench_sort(dev, settings, libs, rows, targets) -> None:
+    from .bench_sort import bench_sort  # its own module (docs/sorting.md) -- sorting's block
+
+    bench_sort(dev, settings, libs, rows, targets)
+
+
 def _bench_pool_trace(dev, settings, libs, rows, targets) -> None:
     from .pool_trace import make_trace, replay
 
@@ -703,6 +709,7 @@ _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("copy", _bench_copy, None), ("workload", _bench_workload, 2),
            ("random", _bench_random, 2), ("reduce", _bench_reduce, 14),
            ("compute", _bench_compute, 19), ("linalg", _bench_linalg, 6),
+           ("sort", _bench_sort, 4),
            ("pool-trace", _bench_pool_trace, 1))
 
 _ALIASES = {"cache": "alloc"}  # the cache group is measured with the alloc group
