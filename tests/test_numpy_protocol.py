@@ -140,7 +140,7 @@ def test_dispatch_table_covers_the_namespace_today():
     for path in ("sum", "mean", "std", "cumsum", "clip", "where", "reshape", "transpose",
                  "argmax", "diff", "zeros_like"):
         assert path in table
-    for path, target, _ in numpy_protocol.SPEC:
+    for path, target, _ in numpy_protocol.FUNCTIONS:
         if isinstance(target, str):
             present = numpy_protocol._resolve(ga, target) is not None
             assert (path in table) == (present and numpy_protocol._numpy_function(path)

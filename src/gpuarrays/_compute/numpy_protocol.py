@@ -2,7 +2,7 @@
 
 ``np.sum(a, axis=0)``, ``np.concatenate([a, b])``, ``np.linalg.svd(a)`` on
 gpuarrays arrays run the namespace's functions on the arrays' device and return
-gpuarrays arrays there.  :data:`SPEC` says which NumPy function is which
+gpuarrays arrays there.  :data:`FUNCTIONS` says which NumPy function is which
 namespace function -- by name, resolved when called, so a namespace function
 added later (``concat``, ``sort``, ``linalg.svd`` ...) is dispatched as soon as
 it exists, and one that is missing is simply not dispatched.
@@ -29,7 +29,7 @@ import numpy as np
 from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
 
-__all__ = ["SPEC", "METHODS", "array_function", "array_method", "install", "dispatched"]
+__all__ = ["FUNCTIONS", "METHODS", "array_function", "array_method", "install", "dispatched"]
 
 _P = inspect.Parameter
 _EMPTY = inspect.Parameter.empty
@@ -130,7 +130,7 @@ def _attribute(name: str):
 # options: "rename" {numpy name: namespace name}, "ignore" (NumPy arguments whose value
 # does not change a gpuarrays result), "flat" (NumPy's axis=None flattens).
 
-SPEC: list[tuple[str, object, dict]] = [
+FUNCTIONS: list[tuple[str, object, dict]] = [
     # reductions and statistics (docs/reductions.md)
     ("sum", "sum", {}), ("prod", "prod", {}), ("max", "max", {}), ("amax", "max", {}),
     ("min", "min", {}), ("amin", "min", {}), ("mean", "mean", {}),
@@ -348,7 +348,7 @@ _BY_NAME: dict = {}
 
 def _table() -> dict:
     if not _TABLE:
-        for path, target, options in SPEC:
+        for path, target, options in FUNCTIONS:
             func = _numpy_function(path)
             if func is None or _signature(func) is None:
                 continue  # not in this NumPy
