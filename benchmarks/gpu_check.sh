@@ -109,23 +109,23 @@ section preflight 30
 # opencl runs are for CI).  The clients run in their own section below.
 # (the generated kernels' tests compile ~400 kernels with NVRTC on the first run; the disk
 # cache in $OUT keeps a second run short)
-pytest_section pytest 200 "tests/ -k cuda" --maxfail=30 -k "cuda and not test_clients" tests
+pytest_section pytest 150 "tests/ -k cuda" --maxfail=30 -k "cuda and not test_clients" tests
 
 # scikit-learn (scalers, metrics, PCA, LDA), array-api-extra and einops on cuda:0.
-pytest_section clients 60 "tests/test_clients.py -k cuda" -n 0 -k cuda tests/test_clients.py
+pytest_section clients 45 "tests/test_clients.py -k cuda" -n 0 -k cuda tests/test_clients.py
 
 # Elementwise kernels vs CuPy and PyTorch CUDA (values, bandwidth, host time per call).
-section compute 60
+section compute 45
 
 # The compute benchmark groups beside NumPy, PyTorch CUDA and CuPy, and the demo.
-limit=$(limit_for 60)
+limit=$(limit_for 45)
 if (( limit >= 5 )); then
     log "section bench (limit ${limit}s)"
     timeout --kill-after=5 "$limit" "$PYTHON" -m gpuarrays bench --device cuda:0 --quick \
         --only compute,reduce --json "$OUT/bench_results.json" >"$OUT/bench.txt" 2>&1
     rc=$?
     log "section bench exit $rc"
-    limit=$(limit_for 40)
+    limit=$(limit_for 30)
     if (( limit >= 5 )); then
         timeout --kill-after=5 "$limit" "$PYTHON" -m gpuarrays demo --device cuda:0 \
             --iterations 30 --repeats 3 --plot "$OUT/demo.png" >"$OUT/demo.txt" 2>&1
@@ -155,7 +155,7 @@ else
 fi
 
 # The array API conformance suite on cuda:0 (5 examples per test: the budget is short).
-limit=$(limit_for 120)
+limit=$(limit_for 90)
 MIRRORS="${AAT_MIRRORS:-$ROOT/../.mirror}"
 HARNESS="${AAT_HARNESS:-$ROOT/../shared/array-api-tests}"
 if (( limit < 20 )); then
@@ -206,11 +206,11 @@ json.dump({"section": "conformance", "status": "ok" if " 0 failed" in last else 
 PYEOF
 fi
 
-section interop 30
-section cupy_cached 20
-section alloc_bench 30
-section bandwidth 20
-section reset 20
+section interop 20
+section cupy_cached 15
+section alloc_bench 20
+section bandwidth 15
+section reset 15
 
 log "total $((SECONDS - START)) s of the ${BUDGET} s budget"
 "$PYTHON" "$HERE/gpu_check.py" table "$OUT" | tee "$OUT/summary.txt"

@@ -173,7 +173,7 @@ FUNCTIONS: list[tuple[str, object, dict]] = [
     ("take", "take", {"flat": None, "ignore": ("mode",)}),
     ("take_along_axis", "take_along_axis", {}), ("nonzero", "nonzero", {}),
     ("sort", "sort", {"flat": -1, "ignore": ("kind", "stable")}),
-    ("argsort", "argsort", {"flat": -1, "ignore": ("stable",)}),
+    ("argsort", "argsort", {"flat": -1, "ignore": ("kind", "stable")}),  # ours is stable
     ("searchsorted", "searchsorted", {}), ("isin", "isin", {"ignore": ("assume_unique", "kind")}),
     ("unique", _unique, {"needs": "unique_values"}), ("unique_values", "unique_values", {}),
     ("unique_counts", "unique_counts", {}), ("unique_inverse", "unique_inverse", {}),
