@@ -162,12 +162,13 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("call", REFUSED, ids=[f"refused-{n}" for n in range(len(REFUSED))])
-def test_numpy_function_refuses(device, call):
+def test_numpy_function_refuses(device):
     a, b, i = _operands(device)
     da, db, di = (ga.asarray(x, device=device) for x in (a, b, i))
-    with pytest.raises(TypeError):
-        call(da, db, di)
+    for n, call in enumerate(REFUSED):
+        with pytest.raises(TypeError):
+            call(da, db, di)
+            pytest.fail(f"REFUSED[{n}] ran")
 
 
 def test_out_argument_writes_into_a_gpuarrays_array(device, used):
@@ -204,18 +205,18 @@ METHOD_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "args", "kwargs"), METHOD_CASES,
-                         ids=[f"{c[0]}-{n}" for n, c in enumerate(METHOD_CASES)])
-def test_array_methods_match_numpy(device, name, args, kwargs):
+def test_array_methods_match_numpy(device):
     a, _, _ = _operands(device)
     da = ga.asarray(a, device=device)
-    target = numpy_protocol.METHODS.get(name, "conj")
-    want = getattr(a, name)(*args, **kwargs)
-    if target == "conj" or target in numpy_protocol.dispatched():
-        _compare(getattr(da, name)(*args, **kwargs), want, device)
-    else:
-        with pytest.raises(NotImplementedError, match=name):
-            getattr(da, name)(*args, **kwargs)
+    table = numpy_protocol.dispatched()
+    for name, args, kwargs in METHOD_CASES:
+        target = numpy_protocol.METHODS.get(name, "conj")
+        want = getattr(a, name)(*args, **kwargs)
+        if target == "conj" or target in table:
+            _compare(getattr(da, name)(*args, **kwargs), want, device)
+        else:
+            with pytest.raises(NotImplementedError, match=name):
+                getattr(da, name)(*args, **kwargs)
 
 
 def test_any_all_methods_and_take(device):
