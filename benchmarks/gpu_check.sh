@@ -4,8 +4,9 @@
 # Needs: one NVIDIA GPU; CuPy, PyTorch, Numba-CUDA, cuda-bindings (+ NVRTC), pytest,
 # pytest-xdist and hypothesis already installed in the Python found as $PYTHON (default:
 # python3); for the client and conformance sections also scikit-learn, SciPy >= 1.14,
-# array-api-compat, array-api-extra, einops and ndindex (a missing one is recorded, the
-# other sections still run).  Run from anywhere; uses this working tree via PYTHONPATH.
+# array-api-compat, array-api-extra, einops, ndindex and pytest-json-report (a missing one
+# is recorded, the other sections still run).  Run from anywhere; uses this working tree
+# via PYTHONPATH.
 #
 # The conformance section reads the array-api-tests suite and the spec it pins from git
 # mirrors carried along: $AAT_MIRRORS (default: ../.mirror beside the checkout) holding
@@ -17,6 +18,7 @@
 # $GPU_CHECK_SECONDS (default 450): a section never gets more than what is left of it, so
 # the whole run ends within 8 minutes even when a section hangs; a section that finds no
 # time left is recorded as skipped.  Sections run most important first.
+# GPU_CHECK_ONLY="clients conformance" runs only the sections named (a rerun).
 set -u
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,6 +38,10 @@ START=$SECONDS
 
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$OUT/gpu_check.log"; }
 
+want() {  # want NAME: whether GPU_CHECK_ONLY (when set) names this section
+    [[ -z "${GPU_CHECK_ONLY:-}" || " $GPU_CHECK_ONLY " == *" $1 "* ]]
+}
+
 limit_for() {  # limit_for SECONDS -> min(SECONDS, what is left of the budget - 15 s)
     local want="$1" left=$((BUDGET - (SECONDS - START) - 15))
     (( left < want )) && want=$left
@@ -50,6 +56,7 @@ skipped() {  # skipped NAME: the budget is spent; record it so the table shows i
 
 section() {  # section NAME SECONDS -- runs benchmarks/gpu_check.py NAME
     local name="$1" limit
+    want "$name" || return 0
     limit=$(limit_for "$2")
     if (( limit < 5 )); then skipped "$name"; return; fi
     log "section $name (limit ${limit}s)"
@@ -84,6 +91,7 @@ PYEOF
 
 pytest_section() {  # pytest_section NAME SECONDS LABEL PYTEST-ARGS...
     local name="$1" limit rc
+    want "$name" || return 0
     limit=$(limit_for "$2")
     local label="$3"
     shift 3
@@ -109,7 +117,7 @@ section preflight 30
 # opencl runs are for CI).  The clients run in their own section below.
 # (the generated kernels' tests compile ~400 kernels with NVRTC on the first run; the disk
 # cache in $OUT keeps a second run short)
-pytest_section pytest 150 "tests/ -k cuda" --maxfail=30 -k "cuda and not test_clients" tests
+pytest_section pytest 130 "tests/ -k cuda" --maxfail=30 -k "cuda and not test_clients" tests
 
 # scikit-learn (scalers, metrics, PCA, LDA), array-api-extra and einops on cuda:0.
 pytest_section clients 45 "tests/test_clients.py -k cuda" -n 0 -k cuda tests/test_clients.py
@@ -119,7 +127,9 @@ section compute 45
 
 # The compute benchmark groups beside NumPy, PyTorch CUDA and CuPy, and the demo.
 limit=$(limit_for 45)
-if (( limit >= 5 )); then
+if ! want bench; then
+    :
+elif (( limit >= 5 )); then
     log "section bench (limit ${limit}s)"
     timeout --kill-after=5 "$limit" "$PYTHON" -m gpuarrays bench --device cuda:0 --quick \
         --only compute,reduce --json "$OUT/bench_results.json" >"$OUT/bench.txt" 2>&1
@@ -154,11 +164,16 @@ else
     skipped bench
 fi
 
-# The array API conformance suite on cuda:0 (5 examples per test: the budget is short).
-limit=$(limit_for 90)
+# The array API conformance suite on cuda:0: 5 examples per test, and without the 621
+# special-case tests unless AAT_GPU_PYTEST_ARGS says otherwise (the budget is short: on a
+# loaded 2-core CPU machine cpu:0 ran ~50 tests a minute; whatever the limit cuts off is
+# counted as failed by summarize.py, never hidden).
+limit=$(limit_for 120)
 MIRRORS="${AAT_MIRRORS:-$ROOT/../.mirror}"
 HARNESS="${AAT_HARNESS:-$ROOT/../shared/array-api-tests}"
-if (( limit < 20 )); then
+if ! want conformance; then
+    :
+elif (( limit < 20 )); then
     skipped conformance
 elif ! git --git-dir="$MIRRORS/data-apis+array-api-tests/repo" rev-parse -q --verify HEAD >/dev/null 2>&1 \
         || ! git --git-dir="$MIRRORS/data-apis+array-api/repo" rev-parse -q --verify HEAD >/dev/null 2>&1 \
@@ -183,6 +198,7 @@ else
         timeout --kill-after=5 $((limit - 10)) "$PYTHON" -m pytest array_api_tests/ \
             -p no:cacheprovider -p no:xdist -p aat_plugin --max-examples=5 --derandomize \
             --disable-deadline --continue-on-collection-errors -q -rfE --tb=line --color=no \
+            ${AAT_GPU_PYTEST_ARGS---ignore=array_api_tests/test_special_cases.py} \
             >"$OUT/conformance.log" 2>&1 )
     rc=$?
     log "section conformance exit $rc (suite ${suite_sha:0:12})"
