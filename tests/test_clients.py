@@ -194,6 +194,21 @@ def test_sklearn_sees_the_namespace_and_device(device, dispatch):
     assert float(ga.max(dX)) <= 3
 
 
+def test_sklearn_moves_arrays_between_namespaces(device, dispatch):
+    """scikit-learn's move_to: DLPack both ways (from_dlpack(device=), __dlpack__ with
+    dl_device=CPU for a copy to the host), as it does for mixed inputs and fitted state."""
+    from sklearn.utils._array_api import move_to
+
+    h = _data(device, n=6)
+    a = ga.asarray(h, device=device)
+    back = move_to(a, xp=np, device="cpu")
+    assert type(back) is np.ndarray
+    np.testing.assert_array_equal(back, h)
+    there = move_to(h[:, ::-1], xp=ga, device=device)
+    assert isinstance(there, ga.GPUArray) and there.device == device
+    np.testing.assert_array_equal(there.get(), h[:, ::-1])
+
+
 # ------------------------------------------------------------------------ array-api-extra
 xpx = pytest.importorskip("array_api_extra", reason="array-api-extra is not installed")
 
