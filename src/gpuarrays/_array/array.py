@@ -9,6 +9,7 @@ arithmetic in ``layout.py``.
 
 from __future__ import annotations
 
+import inspect
 import math
 import operator
 
@@ -82,6 +83,13 @@ def _numpy_method(name: str, doc: str):
         return _HOOKS.method(name, self, args, kwargs)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = doc
+    func = getattr(np, name, None)
+    if func is not None and not isinstance(func, np.ufunc):
+        # NumPy's signature with self first: help() and the API reference show it
+        sig = inspect.signature(func)
+        params = list(sig.parameters.values())
+        method.__signature__ = sig.replace(parameters=[
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY), *params[1:]])
     return method
 
 
