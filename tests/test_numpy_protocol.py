@@ -270,6 +270,25 @@ def test_refused_ufunc_reduce_raises_type_error(device):
         np.add.outer(a, a)
 
 
+def test_refused_numpy_reductions_do_not_pin_memory(device, used):
+    """Regression (NumPy 2.4 leak): np.max(a, initial=...), np.sum(a, where=...) and
+    np.prod(a, out=<NumPy>) used to reach NumPy's ufunc.reduce, which leaks the operand of
+    a refused override; the function protocol now refuses them first, so the array's memory
+    goes back when it dies."""
+    before = used()
+    a = ga.asarray(np.arange(64.0), device=device)
+    mask = a > 3
+    refs = sys.getrefcount(a)
+    for call in (lambda x, m: np.max(x, initial=0.0), lambda x, m: np.sum(x, where=m),
+                 lambda x, m: np.prod(x, out=np.empty(())),
+                 lambda x, m: np.min(x, where=m, initial=9.0), lambda x, m: x.sum(where=m)):
+        with pytest.raises(TypeError):
+            call(a, mask)
+    assert sys.getrefcount(a) == refs
+    del a, mask
+    assert used() == before
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "NumPy 2.4 leaks the operand tuple of a ufunc.reduce/accumulate/reduceat whose "
     "__array_ufunc__ override refuses (returning NotImplemented or raising alike); "
