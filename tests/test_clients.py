@@ -136,7 +136,8 @@ def test_sklearn_accuracy_score(device, dispatch):
     rng = np.random.default_rng(2)
     y, p = rng.integers(0, 3, 60), rng.integers(0, 3, 60)
     _check(device,
-           lambda: float(accuracy_score(ga.asarray(y, device=device), ga.asarray(p, device=device))),
+           lambda: float(accuracy_score(ga.asarray(y, device=device),
+                                        ga.asarray(p, device=device))),
            lambda: accuracy_score(y, p), needs=("unique_values",))
 
 
