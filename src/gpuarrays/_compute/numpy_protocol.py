@@ -321,7 +321,7 @@ class Entry:
         finally:
             if temp is not None:
                 temp.free()
-        if ndmin > result.ndim:
+        if ndmin and ndmin > result.ndim:
             view = result.reshape((1,) * (ndmin - result.ndim) + result.shape)
             result.free()  # the view holds its own handle on the storage
             result = view
