@@ -601,6 +601,35 @@ class GPUArray(_core.Array):
         """NumPy ufuncs the namespace has run on the device; others give ``NotImplemented``."""
         return _HOOKS.ufunc(self, ufunc, method, *inputs, **kwargs)
 
+    # NumPy's function protocol and NumPy-style methods (clients; _compute/numpy_protocol.py)
+    def __array_function__(self, func, types, args, kwargs):
+        """``np.sum(a)``, ``np.concatenate([a, b])``...: the namespace's function on the
+        device; ``NotImplemented`` (NumPy raises ``TypeError``) for the rest."""
+        return _HOOKS.function(self, func, types, args, kwargs)
+
+    sum = _HOOKS.method_of("sum", "Sum over ``axis`` (``np.sum``'s arguments).")
+    prod = _HOOKS.method_of("prod", "Product over ``axis`` (``np.prod``'s arguments).")
+    max = _HOOKS.method_of("max", "Largest element over ``axis`` (``np.max``'s arguments).")
+    min = _HOOKS.method_of("min", "Smallest element over ``axis`` (``np.min``'s arguments).")
+    mean = _HOOKS.method_of("mean", "Mean over ``axis`` (``np.mean``'s arguments).")
+    std = _HOOKS.method_of("std", "Standard deviation; ``ddof`` is the standard's ``correction``.")
+    var = _HOOKS.method_of("var", "Variance; ``ddof`` is the standard's ``correction``.")
+    argmax = _HOOKS.method_of("argmax", "Index of the largest element (first on ties).")
+    argmin = _HOOKS.method_of("argmin", "Index of the smallest element (first on ties).")
+    any = _HOOKS.method_of("any", "Whether any element over ``axis`` is true.")
+    all = _HOOKS.method_of("all", "Whether every element over ``axis`` is true.")
+    cumsum = _HOOKS.method_of("cumsum", "Running sum (``axis=None``: of the flattened array).")
+    cumprod = _HOOKS.method_of("cumprod", "Running product (``axis=None``: flattened).")
+    clip = _HOOKS.method_of("clip", "Elements limited to ``[min, max]``.")
+    round = _HOOKS.method_of("round", "Rounded to the nearest integer (``decimals=0`` only).")
+    conj = conjugate = _HOOKS.method_of("conj", "Complex conjugate.")
+    nonzero = _HOOKS.method_of("nonzero", "Indices of the non-zero elements (a tuple).")
+    sort = _HOOKS.method_of("sort", "Sort in place along ``axis`` (returns ``None``).")
+    argsort = _HOOKS.method_of("argsort", "Indices that sort along ``axis``.")
+    repeat = _HOOKS.method_of("repeat", "Each element repeated (``axis=None``: flattened).")
+    take = _HOOKS.method_of("take", "Elements at ``indices`` (``axis=None``: flattened).")
+    dot = _HOOKS.method_of("dot", "``np.dot(a, b)``: matmul for 1-d/2-d, else a tensordot.")
+
     def __array_namespace__(self, *, api_version: str | None = None):
         """The ``gpuarrays`` module (array API 2023.12 to 2025.12; ``ValueError`` otherwise)."""
         return _HOOKS.namespace(api_version)

@@ -15,6 +15,7 @@ import numpy as np
 from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
 from . import indexing
+from . import numpy_protocol
 from .dispatch import apply
 from .linalg import imatmul, matmul
 from .promotion import SCALAR_TYPES
@@ -123,3 +124,4 @@ def install(module) -> None:
     HOOKS.ufunc = array_ufunc
     HOOKS.namespace = namespace
     indexing.install()  # indexing: a[int_array], a[mask] and their assignment
+    numpy_protocol.install()  # __array_function__, the NumPy-style methods, np.matmul
