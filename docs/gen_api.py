@@ -22,10 +22,15 @@ SECTIONS = (
     ("Devices", ["Device", "backends", "devices", "get_device", "use_device", "synchronize"]),
     ("Creating arrays", ["array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like",
                          "ones_like", "full_like", "arange", "asarray", "to_numpy",
-                         "from_dlpack", "check_dtype"]),
+                         "from_dlpack", "check_dtype", "eye", "linspace", "meshgrid", "tril",
+                         "triu"]),
     ("Derived arrays, copies and overlap", ["reshape", "broadcast_to", "moveaxis", "expand_dims",
                                             "copyto", "shares_memory", "may_share_memory",
                                             "unsafe_free"]),
+    # manipulation (docs/manipulation.md)
+    ("Array API namespace: manipulation", [
+        "broadcast_arrays", "broadcast_shapes", "concat", "concatenate", "flip", "permute_dims",
+        "repeat", "roll", "squeeze", "stack", "tile", "transpose", "unstack"]),
     ("Foreign memory", ["unsafe_wrap", "pointer_info", "PointerInfo"]),
     ("Allocation caches", ["AllocCache", "cached", "uncached"]),
     ("Statistics, limits and history", ["memory_stats", "memory_status",
