@@ -377,6 +377,9 @@ static PyObject *operands_tuple(PyObject *tuple, PyObject *const *xs, Py_ssize_t
 }
 
 /* op(*xs) into out (Py_None: a new array); `tuple` holds xs, or is NULL (the operators). */
+static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject *tuple,
+                            PyObject *const *xs, Py_ssize_t n, PyObject *out);
+
 static PyObject *apply(PyObject *mod, PyObject *op, PyObject *tuple, PyObject *const *xs,
                        Py_ssize_t n, PyObject *out)
 {
@@ -384,10 +387,22 @@ static PyObject *apply(PyObject *mod, PyObject *op, PyObject *tuple, PyObject *c
         PyErr_SetString(PyExc_RuntimeError, "the elementwise dispatch is not configured");
         return NULL;
     }
-    PlanObject *p = (PlanObject *)PyDict_GetItemWithError(ga_plans, op);
+    PyObject *p = PyDict_GetItemWithError(ga_plans, op);
     if (p == NULL && PyErr_Occurred())
         return NULL;
-    if (p == NULL || !Py_IS_TYPE(p, &ga_PlanType) || n != p->nin)
+    if (p != NULL && !Py_IS_TYPE(p, &ga_PlanType))
+        p = NULL;
+    Py_XINCREF(p); /* held: the engine may run Python that changes the plans */
+    PyObject *r = apply_plan(mod, (PlanObject *)p, op, tuple, xs, n, out);
+    Py_XDECREF(p);
+    return r;
+}
+
+/* apply() with its plan (NULL: none, the Python path). */
+static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject *tuple,
+                            PyObject *const *xs, Py_ssize_t n, PyObject *out)
+{
+    if (p == NULL || n != p->nin)
         goto slow;
     PyObject *keys[MAX_IN];
     ArrayObject *first = NULL;
