@@ -31,6 +31,12 @@
  */
 #include "core.h"
 
+/* Whether x is a gpuarrays array: GPUArray itself first (a subtype check walks the MRO). */
+static inline int is_array(PyObject *x)
+{
+    return Py_IS_TYPE(x, ga_array_type) || PyObject_TypeCheck(x, &ga_ArrayType);
+}
+
 /* ---------------------------------------------------------------- host views */
 
 #define VIEW_SLOTS 4096 /* a power of two */
@@ -322,7 +328,7 @@ static int run_cpu(PlanObject *p, ArrayObject *result, PyObject *const *xs)
         return -1;
     PyObject **operands = p->mode == CALL_OUT_FIRST ? stack + 1 : stack;
     for (int i = 0; i < n; i++) {
-        if (PyObject_TypeCheck(xs[i], &ga_ArrayType)) {
+        if (is_array(xs[i])) {
             if ((operands[i] = host_view((ArrayObject *)xs[i])) == NULL)
                 goto done;
         } else {
@@ -409,7 +415,7 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     PyObject *kind = NULL;
     for (int i = 0; i < p->nin; i++) {
         PyObject *x = xs[i];
-        if (PyObject_TypeCheck(x, &ga_ArrayType)) {
+        if (is_array(x)) {
             ArrayObject *a = (ArrayObject *)x;
             StorageObject *st = a->storage;
             if (a->freed || st->reason != Py_None || !ga_epoch_live(st->epoch))
@@ -452,7 +458,7 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     ArrayObject *result = NULL;
     if (given) {
         result = (ArrayObject *)out;
-        if (!PyObject_TypeCheck(out, &ga_ArrayType) || result->freed
+        if (!is_array(out) || result->freed
                 || result->storage->reason != Py_None || !ga_epoch_live(result->storage->epoch)
                 || !result->writeable || result->storage->device != device
                 || result->dtype != dtype || !same_ints(result->shape, first->shape)) {
@@ -471,7 +477,7 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     /* a reset between the checks above and the gate: the slow path raises */
     rc = result->storage->reason != Py_None || !ga_epoch_live(result->storage->epoch);
     for (int i = 0; !rc && i < p->nin; i++) {
-        if (PyObject_TypeCheck(xs[i], &ga_ArrayType)) {
+        if (is_array(xs[i])) {
             StorageObject *st = ((ArrayObject *)xs[i])->storage;
             rc = st->reason != Py_None || !ga_epoch_live(st->epoch);
         }
@@ -552,7 +558,7 @@ static inline int plain_operand(PyObject *x)
 {
     PyTypeObject *t = Py_TYPE(x);
     return t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type
-           || t == &PyComplex_Type || PyObject_TypeCheck(x, &ga_ArrayType);
+           || t == &PyComplex_Type || is_array(x);
 }
 
 enum { OP_BINARY, OP_REFLECTED, OP_INPLACE, OP_UNARY };
@@ -574,7 +580,7 @@ static PyObject *operate(PyObject *mod, int how, PyObject *const *args, Py_ssize
         if ((op = PyDict_GetItemWithError(ga_ops, args[0])) == NULL && PyErr_Occurred())
             return NULL;
     }
-    if (op == NULL || !PyObject_TypeCheck(args[1], &ga_ArrayType)
+    if (op == NULL || !is_array(args[1])
             || (how == OP_INPLACE && !((ArrayObject *)args[1])->writeable)) {
         PyObject *slow = PyTuple_GET_ITEM(ga_operators_slow, how);
         return PyObject_Vectorcall(slow, args, nargs, NULL);
