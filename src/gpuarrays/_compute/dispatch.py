@@ -19,6 +19,8 @@ the rules live here once (docs/performance.md, "The elementwise host path").
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .. import _core
@@ -150,7 +152,7 @@ def apply_slow(op: Op, args: tuple, out=None):
             if dev.backend == "cpu":
                 cpu_engine.run(op, result, args)
             else:
-                _run_on_device(op, dev, result, args, arg_dtypes, out is not None)
+                _run_on_device(op, dev, arg_dtypes, result, args, out is not None)
     except BaseException:
         if out is None:
             result.free()
@@ -173,7 +175,7 @@ def _launcher():
     return _launch[0]
 
 
-def _run_on_device(op: Op, dev, result, args: tuple, arg_dtypes: tuple, given: bool) -> None:
+def _run_on_device(op: Op, dev, arg_dtypes: tuple, result, args: tuple, given: bool) -> None:
     """Generated kernels; an output overlapping an input (other than exactly) goes through a
     temporary, so the values are NumPy's."""
     launch = _launch[0] if _launch else _launcher()
@@ -212,10 +214,8 @@ def _typer(op: Op):
         if typed is None:
             typed = _type_on(op, keys, dev)
         arg_dtypes, dt, limits = typed
-        engine = None
-        if dev.backend != "cpu":
-            def engine(result, args: tuple, given: bool) -> None:
-                _run_on_device(op, dev, result, args, arg_dtypes, given)
+        # the device engine, called engine(result, args, given); None: the compiled cpu engine
+        engine = None if dev.backend == "cpu" else partial(_run_on_device, op, dev, arg_dtypes)
         return dt, limits, engine, dev.gate
     return typer
 
