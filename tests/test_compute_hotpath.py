@@ -331,3 +331,26 @@ def test_large_where_is_bit_exact(dtype):
     _same(ga.where(gc, scalar, gx), np.where(cond, x.dtype.type(scalar), x))
     _same(ga.where(gc, gx[::-1], gy), np.where(cond, x[::-1], y))  # not contiguous: masked copy
     _same(ga.where(gc[:1000], gx[:1000], gy[:1000]), np.where(cond[:1000], x[:1000], y[:1000]))
+
+
+def test_floating_point_errors_are_silenced_and_the_callers_state_kept():
+    """The cpu engine runs NumPy with every floating-point error ignored (in the thread's
+    quiet context, or by setting the state around its own kernels) and leaves the caller's
+    error state as it was, in every thread."""
+    big = ga.asarray(np.full(4, 3e38, np.float32), device="cpu:0")
+    zero = ga.zeros(4, dtype="float32", device="cpu:0")
+    seen = []
+
+    def run():
+        with np.errstate(all="raise"):
+            before = np.geterr()
+            r = [big + big, big * 10, zero / zero, ga.where(big > 0, big * big, 0), ga.log(zero)]
+            seen.append((np.geterr() == before, [np.isfinite(x.get()).any() for x in r]))
+            np.testing.assert_raises(FloatingPointError, np.add, np.float32(3e38),
+                                     np.float32(3e38))
+
+    run()
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(10)
+    assert seen == [(True, [False] * 5)] * 2

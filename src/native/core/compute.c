@@ -318,6 +318,42 @@ static int within_limits(PyObject *limits, PyObject *const *xs)
     return 1;
 }
 
+/* The thread's quiet context: a context holding nothing but NumPy's error state
+ * "ignore".  A bare ufunc call runs inside it instead of setting the variable in the
+ * caller's context: a set and its reset build two HAMT nodes and a token (~0.1 us),
+ * entering and leaving a context swap a pointer.  Only NumPy's ufunc machinery runs in
+ * it (no Python code: the operands are plain ndarrays), and that reads no other context
+ * variable.  It lives in the thread's state dict, so it goes with the thread.  NULL with
+ * no error set: use the set and reset instead. */
+static PyObject *str_quiet_key;
+
+static PyObject *quiet_context(void)
+{
+    PyObject *dict = PyThreadState_GetDict(); /* borrowed */
+    if (dict == NULL)
+        return NULL;
+    PyObject *ctx = PyDict_GetItemWithError(dict, str_quiet_key);
+    if (ctx != NULL && PyContext_CheckExact(ctx))
+        return Py_NewRef(ctx);
+    if ((ctx = PyContext_New()) == NULL)
+        goto fail;
+    if (PyContext_Enter(ctx) < 0)
+        goto fail;
+    PyObject *token = PyContextVar_Set(ga_errstate_var, ga_errstate_quiet);
+    if (PyContext_Exit(ctx) < 0 || token == NULL) {
+        Py_XDECREF(token);
+        goto fail;
+    }
+    Py_DECREF(token);
+    if (PyDict_SetItem(dict, str_quiet_key, ctx) < 0)
+        goto fail;
+    return ctx;
+fail:
+    PyErr_Clear();
+    Py_XDECREF(ctx);
+    return NULL;
+}
+
 /* out[...] = op(*xs) with NumPy on views, floating-point errors ignored. */
 static int run_cpu(PlanObject *p, ArrayObject *result, PyObject *const *xs)
 {
@@ -335,8 +371,14 @@ static int run_cpu(PlanObject *p, ArrayObject *result, PyObject *const *xs)
             operands[i] = Py_NewRef(xs[i]);
         }
     }
-    PyObject *token = PyContextVar_Set(ga_errstate_var, ga_errstate_quiet);
-    if (token == NULL)
+    /* a bare ufunc runs in the quiet context; the cpu engine's own kernels run Python, so
+     * they (and a call nested in one, which finds the context entered) set the variable */
+    PyObject *quiet = p->mode == CALL_OUT_FIRST ? NULL : quiet_context(), *token = NULL;
+    if (quiet != NULL && PyContext_Enter(quiet) < 0) {
+        PyErr_Clear();
+        Py_CLEAR(quiet);
+    }
+    if (quiet == NULL && (token = PyContextVar_Set(ga_errstate_var, ga_errstate_quiet)) == NULL)
         goto done;
     PyObject *r;
     if (p->mode == CALL_OUT_FIRST) {
@@ -349,11 +391,13 @@ static int run_cpu(PlanObject *p, ArrayObject *result, PyObject *const *xs)
                                 p->mode == CALL_KEYWORD ? kwnames_out : NULL);
         stack[n] = NULL;
     }
-    if (PyContextVar_Reset(ga_errstate_var, token) < 0) {
+    if (quiet != NULL ? PyContext_Exit(quiet) < 0
+                      : PyContextVar_Reset(ga_errstate_var, token) < 0) {
         Py_XDECREF(r);
         r = NULL;
     }
-    Py_DECREF(token);
+    Py_XDECREF(quiet);
+    Py_XDECREF(token);
     if (r != NULL) {
         Py_DECREF(r);
         rc = 0;
@@ -629,6 +673,7 @@ static PyMethodDef compute_functions[] = {
 int ga_compute_init(PyObject *m)
 {
     if ((str_out = PyUnicode_InternFromString("out")) == NULL
+            || (str_quiet_key = PyUnicode_InternFromString("gpuarrays._core.quiet")) == NULL
             || (kwnames_out = PyTuple_Pack(1, str_out)) == NULL)
         return -1;
     return PyModule_AddFunctions(m, compute_functions);
