@@ -155,6 +155,8 @@ extern PyObject *ga_get_device;        /* devices.get_device */
 extern PyObject *ga_device_type;       /* devices.Device */
 extern PyObject *ga_normalize_shape;   /* layout.normalize_shape */
 extern PyObject *ga_float64;           /* numpy.dtype("float64") */
+
+/* configured by the compute layer at import (compute.c uses them) */
 extern PyObject *ga_make_view;         /* cpu_engine.make_view(address, shape, strides, dtype) */
 extern PyObject *ga_plans;             /* dispatch: {Op: _core.Plan} */
 extern PyObject *ga_apply_slow;        /* dispatch.apply_slow(op, args, out) */
