@@ -21,11 +21,15 @@
  *
  * The cpu engine: NumPy's ufunc (or the plan's fn(z, *xs)) on views of the raw
  * memory, writing into the result through out=, with NumPy's floating-point
- * error state set to "ignore" for the call (device kernels cannot warn).
+ * errors ignored for the call (device kernels cannot warn; see quiet_context()).
  * Views come from a direct-mapped table keyed by (address, shape, strides,
  * dtype); a view only describes an address range and is used only while a live
  * array covers it, so an entry left behind by freed memory is harmless.  A miss
  * calls cpu_engine.make_view.
+ *
+ * The array's operators (_core.binary, reflected, inplace, unary: the hooks of
+ * _array/hooks.py) go straight to apply() for arrays and Python scalars, and to
+ * operators.py for any other operand.
  *
  * May call: alloc.c (ga_core_new_array), array.c (ga_array_free), gate.c.
  */
@@ -426,10 +430,10 @@ static PyObject *operands_tuple(PyObject *tuple, PyObject *const *xs, Py_ssize_t
     return t;
 }
 
-/* op(*xs) into out (Py_None: a new array); `tuple` holds xs, or is NULL (the operators). */
 static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject *tuple,
                             PyObject *const *xs, Py_ssize_t n, PyObject *out);
 
+/* op(*xs) into out (Py_None: a new array); `tuple` holds xs, or is NULL (the operators). */
 static PyObject *apply(PyObject *mod, PyObject *op, PyObject *tuple, PyObject *const *xs,
                        Py_ssize_t n, PyObject *out)
 {
