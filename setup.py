@@ -10,7 +10,8 @@ from setuptools import Extension, setup
 _FLAGS = ["-O2", "-std=c11", "-Wall", "-Wno-missing-field-initializers"]
 _CORE = "src/native/core/"
 _CORE_SOURCES = [_CORE + name for name in (
-    "lock.c", "storage.c", "array.c", "pool.c", "cache.c", "alloc.c", "module.c")]
+    "lock.c", "storage.c", "array.c", "pool.c", "cache.c", "alloc.c", "gate.c",
+    "compute.c", "module.c")]
 
 setup(
     ext_modules=[

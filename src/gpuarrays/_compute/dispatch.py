@@ -9,12 +9,21 @@ do not fit, shapes that do not broadcast, an output that is read-only, of the
 wrong shape or that the result cannot be cast to.  The result comes from the
 pool or the active ``ga.cached`` scope; its kind is the kind every array
 operand shares, else ``"device"``.  If the engine fails, the result goes back.
+
+``apply`` is compiled (``_core.apply``, src/native/core/compute.c): it runs the
+common case -- live arrays of one shape on one device, Python scalars, an exact
+``out`` -- with the typing each operation's :class:`_core.Plan` remembers, and
+hands everything else to :func:`apply_slow` below, which checks and raises.  So
+the rules live here once (docs/performance.md, "The elementwise host path").
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from .. import _core
 from .._array.functions import shares_memory
 from .._array.layout import broadcast_strides
 from .._array.make import ArrayBase, new_array
@@ -22,9 +31,9 @@ from .._array.transfer import copy_raw
 from ..backends.base import RawView
 from . import cpu_engine
 from .promotion import SCALAR_TYPES, check_scalar, integer_limits, resolve
-from .table import DTYPES, Op
+from .table import DTYPES, OPS, Op
 
-__all__ = ["apply", "operand_error"]
+__all__ = ["apply", "apply_slow", "operand_error"]
 
 _STRONG_SCALARS = frozenset(DTYPES)
 
@@ -86,13 +95,15 @@ def _type_on(op: Op, keys: tuple, dev) -> tuple:
     return typed
 
 
-def apply(op: Op, args: tuple, out=None):
+def apply_slow(op: Op, args: tuple, out=None):
     """Run ``op`` on ``args`` (arrays and Python scalars); write into ``out`` if given.
 
     Returns the result array (``out`` itself when given).  Errors, all raised
     before anything is allocated: ``TypeError`` (operand types, dtypes, casting),
     ``ValueError`` (devices, shapes, read-only output), ``OverflowError``
     (a Python int that does not fit), ``FreedArrayError``/``DeviceResetError``.
+    ``apply`` (compiled) gives the same results and errors; it calls this for
+    everything but the common case.
     """
     arrays = []
     keys = []
@@ -141,7 +152,7 @@ def apply(op: Op, args: tuple, out=None):
             if dev.backend == "cpu":
                 cpu_engine.run(op, result, args)
             else:
-                _run_on_device(op, dev, result, args, arg_dtypes, out is not None)
+                _run_on_device(op, dev, arg_dtypes, result, args, out is not None)
     except BaseException:
         if out is None:
             result.free()
@@ -164,7 +175,7 @@ def _launcher():
     return _launch[0]
 
 
-def _run_on_device(op: Op, dev, result, args: tuple, arg_dtypes: tuple, given: bool) -> None:
+def _run_on_device(op: Op, dev, arg_dtypes: tuple, result, args: tuple, given: bool) -> None:
     """Generated kernels; an output overlapping an input (other than exactly) goes through a
     temporary, so the values are NumPy's."""
     launch = _launch[0] if _launch else _launcher()
@@ -193,3 +204,37 @@ def _run_on_device(op: Op, dev, result, args: tuple, arg_dtypes: tuple, given: b
         copy_raw(result, tmp)
     finally:
         tmp.free()
+
+
+def _typer(op: Op):
+    """What ``op``'s plan asks on a miss: ``(result dtype, int limits, device engine or None
+    for the cpu engine, the device's gate)`` for operand dtypes / scalar types ``keys``."""
+    def typer(keys: tuple, dev) -> tuple:
+        typed = _typed.get((op, keys, id(dev)))
+        if typed is None:
+            typed = _type_on(op, keys, dev)
+        arg_dtypes, dt, limits = typed
+        # the device engine, called engine(result, args, given); None: the compiled cpu engine
+        engine = None if dev.backend == "cpu" else partial(_run_on_device, op, dev, arg_dtypes)
+        return dt, limits, engine, dev.gate
+    return typer
+
+
+# NumPy 2.4 deprecates a positional output for these two (a third input, once)
+_OUT_KEYWORD = frozenset((np.maximum, np.minimum))
+
+
+def _plan(op: Op) -> _core.Plan:
+    if op.typing != "ufunc":
+        return _core.Plan(cpu_engine.kernel(op), op.nin, _typer(op), call="out_first")
+    call = "keyword" if op.ufunc in _OUT_KEYWORD else "positional"
+    return _core.Plan(op.ufunc, op.nin, _typer(op), call=call)
+
+
+PLANS = {op: _plan(op) for op in OPS.values()}
+"""One compiled plan per operation: how ``apply`` runs it, and the typings it remembers."""
+
+_core.configure(plans=PLANS, apply_slow=apply_slow)
+
+apply = _core.apply
+"""``apply(op, args, out=None)``: see :func:`apply_slow`; compiled, same results and errors."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _core
 from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
 from . import indexing
@@ -117,10 +118,13 @@ def namespace(api_version: str | None):
 def install(module) -> None:
     """Fill the array layer's hooks; ``module`` is what ``__array_namespace__`` returns."""
     _namespace[:] = [module]
-    HOOKS.binary = binary
-    HOOKS.reflected = reflected
-    HOOKS.inplace = inplace
-    HOOKS.unary = unary
+    # Compiled for arrays and Python scalars (_core.binary...: straight to the compiled
+    # apply); any other operand comes back to the functions above.
+    _core.configure(ops=OPS, operators_slow=(binary, reflected, inplace, unary))
+    HOOKS.binary = _core.binary
+    HOOKS.reflected = _core.reflected
+    HOOKS.inplace = _core.inplace
+    HOOKS.unary = _core.unary
     HOOKS.ufunc = array_ufunc
     HOOKS.namespace = namespace
     indexing.install()  # indexing: a[int_array], a[mask] and their assignment

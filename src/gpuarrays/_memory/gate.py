@@ -7,6 +7,10 @@ transfer ever touches memory the reset is freeing: a transfer that starts
 after the reset finds its array's epoch dead and raises ``DeviceResetError``.
 Readers are preferred (a waiting reset never blocks a nested shared entry).
 Finalizers never take the gate.
+
+The counters and the shared entry and exit are compiled (``_core.Gate``; the
+elementwise hot path takes the gate without a call); the condition the slow
+paths wait on is here.
 """
 
 from __future__ import annotations
@@ -15,39 +19,43 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
+from .. import _core
 
-class UsageGate:
+
+class UsageGate(_core.Gate):
     """Shared for data movement (``with gate:``), exclusive for a reset."""
 
-    __slots__ = ("_cond", "_readers", "_writer")
+    __slots__ = ("_cond",)
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
-        self._readers = 0
-        self._writer = False
 
-    def __enter__(self) -> None:
+    def _enter_slow(self) -> None:
+        """A shared entry while a reset holds the gate: wait until it ends."""
         with self._cond:
-            while self._writer:
-                self._cond.wait()
-            self._readers += 1
+            self._waiting += 1
+            try:
+                while not self._try_shared():
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
 
-    def __exit__(self, *exc: object) -> None:
+    def _wake(self) -> None:
         with self._cond:
-            self._readers -= 1
-            if not self._readers:
-                self._cond.notify_all()
+            self._cond.notify_all()
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         """Wait until no transfer is running, then keep new ones out."""
         with self._cond:
-            while self._writer or self._readers:
-                self._cond.wait()
-            self._writer = True
+            self._waiting += 1
+            try:
+                while not self._try_exclusive():
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
         try:
             yield
         finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
+            self._end_exclusive()
+            self._wake()

@@ -12,14 +12,6 @@
  */
 #include "core.h"
 
-typedef struct {
-    PyObject_HEAD
-    StorageObject *storage;
-    PyObject *shape, *strides, *offset, *dtype, *contig;
-    char writeable, freed, hold;
-    PyObject *weakreflist;
-} ArrayObject;
-
 /* Release a's handle (its freed flag is set): a hold's goes with the hold. */
 static int array_drop_handle(ArrayObject *a)
 {
@@ -163,6 +155,14 @@ static PyObject *Array_free(ArrayObject *self, PyObject *const *args, Py_ssize_t
     if (was_hold && array_drop_handle(self) < 0)
         return NULL;
     Py_RETURN_NONE;
+}
+
+int ga_array_free(PyObject *self)
+{
+    ArrayObject *a = (ArrayObject *)self;
+    int was_live = !a->freed;
+    a->freed = 1; /* set before the handle goes */
+    return was_live ? array_drop_handle(a) : 0;
 }
 
 static PyObject *Array_as_hold(ArrayObject *self, PyObject *Py_UNUSED(ignored))

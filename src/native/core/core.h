@@ -9,7 +9,10 @@
  *   Array     the fields and lifetime (free, finalizer) of GPUArray;
  *   Pool      the warm-pool hit and the free of MemoryManager;
  *   Cache     the hit and the release of AllocCache;
- *   new_array the allocation path of ga.empty: dispatch to the cache or the pool.
+ *   new_array the allocation path of ga.empty: dispatch to the cache or the pool;
+ *   Gate      the per-device usage gate's shared entry and exit;
+ *   apply     the elementwise hot path: check, type (remembered), allocate, run the
+ *             cpu engine (NumPy on remembered views) or call the device engine.
  * Everything else -- the ladder, trim, statistics, resets, errors -- stays in
  * Python, in the subclasses (storage.Storage, array.GPUArray, pool.MemoryManager,
  * cache.AllocCache); the slow paths here call back into them.  The design is
@@ -24,6 +27,9 @@
  *   cache.c    Cache: hit, release, busy storages      lock.c, storage.c, pool.c
  *   alloc.c    new_array/empty and the new_storage hot path
  *                                                      storage.c, array.c, pool.c, cache.c
+ *   gate.c     Gate: the usage gate's counters         nothing
+ *   compute.c  apply(), Plan, host_view: the elementwise hot path
+ *                                                      alloc.c, array.c, gate.c
  *   module.c   the module, configure(), init; defines the globals declared here
  * storage.c and pool.c/cache.c call each other on purpose: a storage gives its memory
  * back to its home, and a home makes its storages.
@@ -105,7 +111,22 @@ typedef struct {
     Py_ssize_t used, pool_bytes, peak, alloc_count, alloc_bytes, cache_hits;
 } PoolObject;
 
-/* ArrayObject (array.c) and CacheObject (cache.c) are private to their files. */
+typedef struct {
+    PyObject_HEAD
+    StorageObject *storage;
+    PyObject *shape, *strides, *offset, *dtype, *contig;
+    char writeable, freed, hold;
+    PyObject *weakreflist;
+} ArrayObject;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t readers; /* shared holds */
+    Py_ssize_t waiting; /* threads waiting on the Python condition */
+    char writer;        /* a reset holds the gate */
+} GateObject;
+
+/* CacheObject (cache.c) and PlanObject (compute.c) are private to their files. */
 
 /* ---------------------------------------------------------------- the types */
 
@@ -116,6 +137,8 @@ extern PyTypeObject ga_StorageType; /* storage.c */
 extern PyTypeObject ga_ArrayType;   /* array.c */
 extern PyTypeObject ga_PoolType;    /* pool.c */
 extern PyTypeObject ga_CacheType;   /* cache.c */
+extern PyTypeObject ga_GateType;    /* gate.c */
+extern PyTypeObject ga_PlanType;    /* compute.c */
 
 /* ---------------------------------------------------------------- globals (module.c) */
 
@@ -132,6 +155,15 @@ extern PyObject *ga_get_device;        /* devices.get_device */
 extern PyObject *ga_device_type;       /* devices.Device */
 extern PyObject *ga_normalize_shape;   /* layout.normalize_shape */
 extern PyObject *ga_float64;           /* the dtype of an omitted dtype: None (the device's default) */
+
+/* configured by the compute layer at import (compute.c uses them) */
+extern PyObject *ga_make_view;         /* cpu_engine.make_view(address, shape, strides, dtype) */
+extern PyObject *ga_plans;             /* dispatch: {Op: _core.Plan} */
+extern PyObject *ga_apply_slow;        /* dispatch.apply_slow(op, args, out) */
+extern PyObject *ga_errstate_var;      /* NumPy's error-state ContextVar (or NULL) */
+extern PyObject *ga_errstate_quiet;    /* its value that ignores every floating-point error */
+extern PyObject *ga_ops;               /* table.OPS: {name: Op} */
+extern PyObject *ga_operators_slow;    /* operators.py's (binary, reflected, inplace, unary) */
 
 /* made at init: the one State (_core.state), 0, and the interned names */
 extern StateObject *ga_state;
@@ -258,6 +290,25 @@ int ga_cache_release(PyObject *cache, StorageObject *st);
 void ga_storage_unbusy(StorageObject *st);
 /* A storage of a pool or cache dropped before any array took a handle: memory back. */
 void ga_storage_return_orphan(StorageObject *self);
+
+/* Release the array's handle (free(force=False)). */
+int ga_array_free(PyObject *a);
+
+/* ---------------------------------------------------------------- gate.c */
+
+/* Take / let go of a shared hold on a Gate (type checked by the caller: ga_gate_check). */
+int ga_gate_enter(PyObject *gate);
+int ga_gate_exit(PyObject *gate);
+int ga_gate_check(PyObject *gate);
+int ga_gate_init(void);
+
+/* ---------------------------------------------------------------- compute.c */
+
+/* _core.apply() and _core.host_view() */
+PyObject *ga_core_apply(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames);
+PyObject *ga_core_host_view(PyObject *mod, PyObject *arg);
+int ga_compute_init(PyObject *m);
 
 /* ---------------------------------------------------------------- alloc.c */
 

@@ -20,6 +20,13 @@ PyObject *ga_get_device;
 PyObject *ga_device_type;
 PyObject *ga_normalize_shape;
 PyObject *ga_float64;
+PyObject *ga_make_view;
+PyObject *ga_plans;
+PyObject *ga_apply_slow;
+PyObject *ga_errstate_var;
+PyObject *ga_errstate_quiet;
+PyObject *ga_ops;
+PyObject *ga_operators_slow;
 
 /* made at init */
 StateObject *ga_state;
@@ -88,6 +95,43 @@ static PyObject *core_configure(PyObject *mod, PyObject *args, PyObject *kw)
             set_global(&ga_normalize_shape, value);
         } else if (strcmp(name, "float64") == 0) {
             set_global(&ga_float64, value);
+        } else if (strcmp(name, "make_view") == 0) {
+            set_global(&ga_make_view, value);
+        } else if (strcmp(name, "plans") == 0) {
+            if (!PyDict_CheckExact(value)) {
+                PyErr_SetString(PyExc_TypeError, "plans must be a dict");
+                return NULL;
+            }
+            set_global(&ga_plans, value);
+        } else if (strcmp(name, "ops") == 0) {
+            if (!PyDict_CheckExact(value)) {
+                PyErr_SetString(PyExc_TypeError, "ops must be a dict");
+                return NULL;
+            }
+            set_global(&ga_ops, value);
+        } else if (strcmp(name, "operators_slow") == 0) {
+            /* (binary, reflected, inplace, unary): operators.py, for other operands */
+            if (!PyTuple_CheckExact(value) || PyTuple_GET_SIZE(value) != 4) {
+                PyErr_SetString(PyExc_TypeError, "operators_slow must be a 4-tuple");
+                return NULL;
+            }
+            set_global(&ga_operators_slow, value);
+        } else if (strcmp(name, "apply_slow") == 0) {
+            set_global(&ga_apply_slow, value);
+        } else if (strcmp(name, "errstate") == 0) {
+            /* (ContextVar, value) or None: NumPy's floating-point error state */
+            if (value == Py_None) {
+                Py_CLEAR(ga_errstate_var);
+                Py_CLEAR(ga_errstate_quiet);
+                continue;
+            }
+            if (!PyTuple_CheckExact(value) || PyTuple_GET_SIZE(value) != 2
+                    || !PyContextVar_CheckExact(PyTuple_GET_ITEM(value, 0))) {
+                PyErr_SetString(PyExc_TypeError, "errstate must be (ContextVar, value) or None");
+                return NULL;
+            }
+            set_global(&ga_errstate_quiet, PyTuple_GET_ITEM(value, 1));
+            set_global(&ga_errstate_var, PyTuple_GET_ITEM(value, 0));
         } else {
             PyErr_Format(PyExc_TypeError, "configure() got an unexpected keyword %R", key);
             return NULL;
@@ -113,6 +157,13 @@ static PyMethodDef core_functions[] = {
      "Raises ``ValueError``/``TypeError`` for bad shapes, kinds and devices, "
      "``UnsupportedDTypeError`` for bad dtypes, ``OutOfMemoryError`` when memory cannot be "
      "found.  Compiled: a warm-pool or cache hit never leaves C."},
+    {"apply", (PyCFunction)(void (*)(void))ga_core_apply, METH_FASTCALL | METH_KEYWORDS,
+     "apply(op, args, out=None) -> the result of the elementwise operation op on args "
+     "(gpuarrays arrays and Python scalars), written into out when given.  The common case "
+     "runs compiled; everything else, every refusal included, in dispatch.apply_slow."},
+    {"host_view", (PyCFunction)ga_core_host_view, METH_O,
+     "host_view(a) -> a writeable NumPy array over the memory of a (live, on the cpu "
+     "back-end), remembered by (address, shape, strides, dtype)."},
     {"configure", (PyCFunction)(void (*)(void))core_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(**kw): the Python classes and hooks the hot paths use."},
     {NULL}};
@@ -148,8 +199,10 @@ PyMODINIT_FUNC PyInit__core(void)
     if ((ga_zero = PyLong_FromLong(0)) == NULL)
         return NULL;
     PyTypeObject *types[] = {&ga_LockType, &ga_StateType, &ga_EpochType, &ga_StorageType,
-                             &ga_ArrayType, &ga_PoolType, &ga_CacheType};
-    const char *names[] = {"Lock", "State", "Epoch", "Storage", "Array", "Pool", "Cache"};
+                             &ga_ArrayType, &ga_PoolType, &ga_CacheType, &ga_GateType,
+                             &ga_PlanType};
+    const char *names[] = {"Lock", "State", "Epoch", "Storage", "Array", "Pool", "Cache",
+                           "Gate", "Plan"};
     PyObject *m = PyModule_Create(&core_module);
     if (m == NULL)
         return NULL;
@@ -158,6 +211,8 @@ PyMODINIT_FUNC PyInit__core(void)
                                                                 (PyObject *)types[i]) < 0)
             goto fail;
     }
+    if (ga_gate_init() < 0 || ga_compute_init(m) < 0)
+        goto fail;
     ga_state = PyObject_New(StateObject, &ga_StateType);
     if (ga_state == NULL)
         goto fail;
