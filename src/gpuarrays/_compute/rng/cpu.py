@@ -4,7 +4,9 @@ Each family turns the words of a range of Philox blocks (``philox.words``)
 into elements with the transforms of ``mapping.py`` and writes them through a
 NumPy view of the result (``gpuarrays._common.raw.ndarray_at``), a chunk of
 blocks at a time; NumPy never allocates the result.  The element-to-counter
-rule is the kernels' (docs/random.md, "Counters"), so the numbers are theirs.
+rule is the kernels' (docs/random.md, "Counters"; ``layout.py``), so the
+numbers are theirs: the floating families compute each block's outputs in
+block order and then store them row by row of each lane group.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import mapping
-from .layout import per_block
+from .layout import LANES, per_block
 from .philox import CHUNK, block, words
 
 __all__ = ["generate", "permutation_index", "take_rows"]
@@ -87,15 +89,20 @@ def generate(family: str, out: np.ndarray, key: tuple[int, int], offset: int,
     if n == 0:
         return
     e = per_block(family, out.dtype, params)
-    nblocks = -(-n // e)
     spec = mapping.SPECS.get(out.dtype)
+    # floats: whole lane groups (CHUNK is a multiple of LANES); integers and keys: plain blocks
+    nblocks = -(-n // (e * LANES)) * LANES if spec is not None else -(-n // e)
     unsigned = None if spec is not None else out.view(np.dtype(f"u{out.dtype.itemsize}"))
     for start in range(0, nblocks, CHUNK):
         count = min(CHUNK, nblocks - start)
         w = words(key, offset + start, count)
         lo, hi = start * e, min(n, (start + count) * e)
-        if spec is not None:
-            out[lo:hi] = _floats(family, w, spec, params)[: hi - lo]
+        if spec is not None:  # count is a whole number of lane groups (blocks() rounds up)
+            v = _floats(family, w, spec, params).reshape(count // LANES, LANES, e)
+            if hi - lo == count * e:
+                out[lo:hi].reshape(count // LANES, e, LANES)[...] = v.transpose(0, 2, 1)
+            else:  # the call's last, partial lane group
+                out[lo:hi] = v.transpose(0, 2, 1).reshape(-1)[: hi - lo]
         elif family == "integers":
             v = _integers(w, key, offset, lo, params)[: hi - lo]
             unsigned[lo:hi] = v.astype(unsigned.dtype)  # the low bits: NumPy's wrapping cast
