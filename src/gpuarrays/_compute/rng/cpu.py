@@ -15,28 +15,37 @@ import numpy as np
 
 from . import mapping
 from .layout import LANES, per_block
-from .philox import CHUNK, block, words
+from .philox import CHUNK, block, blocks, words
 
 __all__ = ["generate", "permutation_index", "take_rows"]
 
 _M32 = np.uint64(0xFFFFFFFF)
 
 
-def _floats(family: str, w: np.ndarray, spec: mapping.FloatSpec, params: tuple) -> np.ndarray:
+def _float_rows(family: str, x: tuple, spec: mapping.FloatSpec, params: tuple) -> list:
+    """The ``per_block`` outputs of each block, one array per output (row), in block order.
+
+    ``x``: the blocks' four words (``philox.blocks``).  A float32 output takes word ``r``,
+    a float64 one the 64-bit value of words ``2r | 2r + 1`` (``mapping.uniform_bits``);
+    a normal pair takes outputs ``2q`` (radius) and ``2q + 1`` (angle).
+    """
     t = spec.dtype.type
+    if spec.words == 1:
+        ks = [w >> np.uint64(8) for w in x]
+    else:
+        ks = [(lo | (hi << np.uint64(32))) >> np.uint64(11) for lo, hi in ((x[0], x[1]),
+                                                                          (x[2], x[3]))]
     if family == "normal":
-        k = mapping.uniform_bits(w, spec)  # float32: 4 per block, float64: 2
-        z0, z1 = mapping.normal_pair(k[0::2], k[1::2], spec)
-        z = np.empty(z0.size * 2, spec.dtype)
-        z[0::2], z[1::2] = z0, z1
         loc, scale = params
-        return t(loc) + t(scale) * z
-    k = mapping.uniform_bits(w, spec)
+        rows = []
+        for q in range(len(ks) // 2):
+            rows += mapping.normal_pair(ks[2 * q], ks[2 * q + 1], spec)
+        return [t(loc) + t(scale) * z for z in rows]
     if family == "uniform":
         low, span = params
-        return t(low) + t(span) * mapping.to_unit(k, spec)
+        return [t(low) + t(span) * mapping.to_unit(k, spec) for k in ks]
     (scale,) = params
-    return t(scale) * mapping.exponential(k, spec)
+    return [t(scale) * mapping.exponential(k, spec) for k in ks]
 
 
 def _retry(key, offset: int, i: np.ndarray, lanes: int, accept, attempt: int):
@@ -95,15 +104,19 @@ def generate(family: str, out: np.ndarray, key: tuple[int, int], offset: int,
     unsigned = None if spec is not None else out.view(np.dtype(f"u{out.dtype.itemsize}"))
     for start in range(0, nblocks, CHUNK):
         count = min(CHUNK, nblocks - start)
-        w = words(key, offset + start, count)
         lo, hi = start * e, min(n, (start + count) * e)
-        if spec is not None:  # count is a whole number of lane groups (blocks() rounds up)
-            v = _floats(family, w, spec, params).reshape(count // LANES, LANES, e)
-            if hi - lo == count * e:
-                out[lo:hi].reshape(count // LANES, e, LANES)[...] = v.transpose(0, 2, 1)
-            else:  # the call's last, partial lane group
-                out[lo:hi] = v.transpose(0, 2, 1).reshape(-1)[: hi - lo]
-        elif family == "integers":
+        if spec is not None:  # count is a whole number of lane groups (nblocks rounds up)
+            rows = _float_rows(family, blocks(key, offset + start, count), spec, params)
+            whole = hi - lo == count * e
+            dst = (out[lo:hi] if whole else np.empty(count * e, out.dtype)).reshape(
+                count // LANES, e, LANES)  # group, row, lane
+            for r, row in enumerate(rows):
+                dst[:, r, :] = row.reshape(-1, LANES)
+            if not whole:  # the call's last, partial lane group
+                out[lo:hi] = dst.reshape(-1)[: hi - lo]
+            continue
+        w = words(key, offset + start, count)
+        if family == "integers":
             v = _integers(w, key, offset, lo, params)[: hi - lo]
             unsigned[lo:hi] = v.astype(unsigned.dtype)  # the low bits: NumPy's wrapping cast
         else:  # "keys"
