@@ -190,8 +190,8 @@ def test_launch_shape_does_not_change_the_numbers(device, monkeypatch):
     np.testing.assert_array_equal(got, want)
 
 
-# Sizes around the vector kernels' work-items (float32: 256 elements for uniform, 64 for
-# normal and exponential; float64: 128 and 32) and the scalar kernel's tail.
+# Sizes around the vector kernels' work-items (float32: 256 elements for uniform, 128 for
+# normal and exponential; float64: 128 and 64) and the scalar kernel's tail.
 EDGES = [31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 3 * 256 + 70]
 
 

@@ -2,12 +2,16 @@
 
 The same Philox4x32-10 rounds and the same transforms as the cpu engine
 (``philox.py``, ``mapping.py``), written once with a few dialect macros.
-Every element is computed from its index alone (one Philox block per
-work-item, then the block's elements), so the numbers do not depend on the
-launch shape.  Floating-point work goes through ``MUL``/``ADD``/``SUB``
-macros: plain operators under ``#pragma OPENCL FP_CONTRACT OFF`` in OpenCL C,
-the ``__fmul_rn``-family intrinsics (never contracted) in CUDA C, so each
-operation is one correctly rounded IEEE operation as in NumPy.
+Every element is computed from its index alone, so the numbers do not depend
+on the launch shape.  The floating families lie in lane groups of 8 blocks
+(``layout.py``) and have two kernels: a scalar one (one block per work-item,
+every dialect: GPUs, and the tail of a call on CPUs) and, for OpenCL on CPU
+devices, a vector one (several lane groups per work-item in ``uint8`` words,
+one ``vstore8`` per row; docs/random.md, "Speed").  Floating-point work goes
+through ``MUL``/``ADD``/``SUB`` macros: plain operators under ``#pragma OPENCL
+FP_CONTRACT OFF`` in OpenCL C, the ``__fmul_rn``-family intrinsics (never
+contracted) in CUDA C, so each operation is one correctly rounded IEEE
+operation as in NumPy, on scalars and vectors alike.
 
 Kernels are compiled and launched through the back-end's ``compile_kernel``
 and ``launch_hint`` (``backends/base.py``, ``KernelBackend``); one source per
@@ -83,10 +87,10 @@ _FP64 = {"opencl": "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n", "cuda": ""
 def _philox_source() -> str:
     """Philox4x32-10 as a macro declaring the four words ``X##0 .. X##3`` of one block.
 
-    Scalar variables and unrolled rounds: PoCL vectorises this across
-    work-items, where a ``uint4`` or an array in private memory runs at half the
-    speed (measured here); the 32x32->64-bit products are plain ``u64``
-    multiplications (PoCL's ``mul_hi`` is 2.5x slower, CUDA emits ``mul.wide``).
+    Scalar variables and unrolled rounds; the 32x32->64-bit products are plain
+    ``u64`` multiplications (CUDA emits ``mul.wide``).  On CPU OpenCL devices the
+    floating families use the vector rounds of ``_philox_vector_rounds`` instead
+    (this scalar form was not vectorised by PoCL there: docs/random.md, "Speed").
     """
     rounds = []
     for r in range(ROUNDS):
@@ -248,25 +252,63 @@ def _values(family: str, spec: FloatSpec, fl: _Flavour, v: str) -> tuple[str, li
         return "", [f"MUL_{tag}(scale, -log_{x}(open_{x}({_bits(spec, i, fl, v)})))"
                     for i in range(e)]
     # normal: pairs of uniforms (radius, angle), Box--Muller (mapping.normal_pair)
-    ub = spec.ubits
     lines = []
     for q in range(e // 2):
-        p = f"{v}_{q}"
-        turn = fl.as_s(f"ka{p}") + " - " + fl.as_s(f"j{p} << {ub - 2}")
-        lines += [
-            f"    {u} ka{p} = {_bits(spec, 2 * q + 1, fl, v)};",
-            f"    {u} j{p} = (ka{p} + (({u})1 << {ub - 3})) >> {ub - 2};  /* quarter turns */",
-            f"    {t} f{p} = MUL_{tag}({fl.to_t(turn)}, {lit(2.0 ** -ub)});",
-            f"    {u} q{p} = j{p} & 3;",
-            f"    {t} r{p} = radius_{x}({_bits(spec, 2 * q, fl, v)});",
-            f"    {t} s{p} = sinp_{x}(f{p}), c{p} = cosp_{x}(f{p});",
-            f"    {t} cq{p} = {fl.pick(f'(q{p} & 1) != 0', f's{p}', f'c{p}')};",
-            f"    {t} sq{p} = {fl.pick(f'(q{p} & 1) != 0', f'c{p}', f's{p}')};",
-            f"    {t} z{p}_0 = MUL_{tag}(r{p}, {fl.pick(f'(q{p} == 1) | (q{p} == 2)', f'-cq{p}', f'cq{p}')});",
-            f"    {t} z{p}_1 = MUL_{tag}(r{p}, {fl.pick(f'q{p} >= 2', f'-sq{p}', f'sq{p}')});",
-        ]
+        lines += _normal_pair(spec, fl, f"{v}_{q}", _bits(spec, 2 * q, fl, v),
+                              _bits(spec, 2 * q + 1, fl, v))
     return "\n".join(lines) + "\n", [
         f"ADD_{tag}(loc, MUL_{tag}(scale, z{v}_{i // 2}_{i % 2}))" for i in range(e)]
+
+
+def _normal_pair(spec: FloatSpec, fl: _Flavour, p: str, radius: str, angle: str) -> list[str]:
+    """Statements declaring ``z{p}_0``, ``z{p}_1``: the normal pair of the uniform bits
+    ``radius`` and ``angle`` (mapping.normal_pair)."""
+    tag, t, u, x = fl.tag, fl.t, fl.u, fl.sfx
+    lit = functools.partial(_lit, spec)
+    ub = spec.ubits
+    turn = fl.as_s(f"ka{p}") + " - " + fl.as_s(f"j{p} << {ub - 2}")
+    return [
+        f"    {u} ka{p} = {angle};",
+        f"    {u} j{p} = (ka{p} + (({u})1 << {ub - 3})) >> {ub - 2};  /* quarter turns */",
+        f"    {t} f{p} = MUL_{tag}({fl.to_t(turn)}, {lit(2.0 ** -ub)});",
+        f"    {u} q{p} = j{p} & 3;",
+        f"    {t} r{p} = radius_{x}({radius});",
+        f"    {t} s{p} = sinp_{x}(f{p}), c{p} = cosp_{x}(f{p});",
+        f"    {t} cq{p} = {fl.pick(f'(q{p} & 1) != 0', f's{p}', f'c{p}')};",
+        f"    {t} sq{p} = {fl.pick(f'(q{p} & 1) != 0', f'c{p}', f's{p}')};",
+        f"    {t} z{p}_0 = MUL_{tag}(r{p}, {fl.pick(f'(q{p} == 1) | (q{p} == 2)', f'-cq{p}', f'cq{p}')});",
+        f"    {t} z{p}_1 = MUL_{tag}(r{p}, {fl.pick(f'q{p} >= 2', f'-sq{p}', f'sq{p}')});",
+    ]
+
+
+def _wide_values(family: str, spec: FloatSpec, names: list[str]) -> tuple[str, dict]:
+    """The normal and exponential transforms of the vector kernel, two lane groups' inputs
+    joined into one 16-wide vector (LLVM splits it into adjacent 8-wide halves, two
+    independent chains side by side).  Returns (statements, {(group, row): expression})."""
+    fl = _Flavour(spec, 2 * LANES)
+    fl8 = _Flavour(spec, LANES)
+    tag, t, u = fl.tag, fl.t, fl.u
+    e = per_block(family, spec.dtype)
+    if family == "normal":  # items: (rows, radius bits, angle bits) of one lane group
+        items = [((g, 2 * q), (g, 2 * q + 1), _bits(spec, 2 * q, fl8, v),
+                  _bits(spec, 2 * q + 1, fl8, v))
+                 for g, v in enumerate(names) for q in range(e // 2)]
+    else:
+        items = [((g, r), _bits(spec, r, fl8, v)) for g, v in enumerate(names) for r in range(e)]
+    lines, out = [], {}
+    for i in range(0, len(items), 2):
+        a, b = items[i], items[i + 1]
+        p = f"w{i // 2}"
+        if family == "normal":
+            lines += _normal_pair(spec, fl, p, f"({u})({a[2]}, {b[2]})", f"({u})({a[3]}, {b[3]})")
+            for k in (0, 1):
+                lines.append(f"    {t} y{p}_{k} = ADD_{tag}(loc, MUL_{tag}(scale, z{p}_{k}));")
+                out[a[k]], out[b[k]] = f"y{p}_{k}.lo", f"y{p}_{k}.hi"
+        else:
+            lines.append(f"    {t} y{p} = MUL_{tag}(scale, -log_{fl.sfx}(open_{fl.sfx}("
+                         f"({u})({a[1]}, {b[1]}))));")
+            out[a[0]], out[b[0]] = f"y{p}.lo", f"y{p}.hi"
+    return "\n".join(lines) + "\n", out
 
 
 def _family_params(family: str, spec: FloatSpec) -> tuple[str, list[str]]:
@@ -363,14 +405,21 @@ def _float_vector_kernel(family: str, spec: FloatSpec, groups: int) -> tuple[str
     body = "".join(_philox_vector(v, f"off + (w * {groups} + {g}) * {LANES}")
                    for g, v in enumerate(names))
     body += _philox_vector_rounds(names)
-    for g, v in enumerate(names):
-        pre, values = _values(family, spec, fl, v)
+    if family != "uniform":  # groups is even: pairs of groups share 16-wide transforms
+        pre, wide = _wide_values(family, spec, names)
         body += pre
+    for g, v in enumerate(names):
+        if family == "uniform":
+            pre, values = _values(family, spec, fl, v)
+            body += pre
+        else:
+            values = [wide[g, r] for r in range(e)]
         body += f"    GLOBAL {t} *o{v} = out + (w * {groups} + {g}) * {e * LANES};\n"
         body += "".join(f"    vstore{LANES}({val}, 0, o{v} + {r * LANES});\n"
                         for r, val in enumerate(values))
     name = f"rng_{family}_{tag}_v{groups}"
-    src = f"""{_float_helpers(spec, fl) if family != "uniform" else ""}
+    helpers = "" if family == "uniform" else _float_helpers(spec, _Flavour(spec, 2 * LANES))
+    src = f"""{helpers}
 KERNEL void {name}(GLOBAL {t} *out, u64 nwi, u32 k0, u32 k1, u64 off{extra}) {{
     u64 w = GID;
     if (w >= nwi) return;
@@ -555,7 +604,7 @@ _SORT_IN_LOCAL = {"cpu": False, "gpu": True}
 
 # Lane groups per work-item of the vector kernels (CPU OpenCL devices): independent chains
 # hide the multiplies' latencies; measured on PoCL (docs/random.md, "Speed").
-_GROUPS = {"uniform": 8, "normal": 2, "exponential": 2}
+_GROUPS = {"uniform": 8, "normal": 4, "exponential": 4}
 _BOTH = ("opencl", "cuda")
 
 
