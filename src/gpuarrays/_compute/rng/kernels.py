@@ -129,17 +129,20 @@ def _horner(spec: FloatSpec, tag: str, z: str, coefs: tuple[float, ...]) -> str:
     return expr
 
 
+_VECTOR_INTS = {"u32": "uint", "u64": "ulong", "i32": "int", "i64": "long"}
+
+
 class _Flavour:
     """Scalar (``width == 0``: one block per work-item, any dialect) or OpenCL vector
-    (``width == LANES``: a lane group per vector) spelling of one float type's code."""
+    (``width`` 8 or 16 lanes) spelling of one float type's code: the same operations in the
+    same order either way, so the same bits."""
 
     def __init__(self, spec: FloatSpec, width: int = 0):
         self.tag, t, u, s = _CTYPE[spec.name]
-        w = str(width or "")
-        self.width, self.t, self.u, self.s = width, t + w, u.replace("u32", "uint").replace(
-            "u64", "ulong") + w if width else u, s.replace("i32", "int").replace(
-            "i64", "long") + w if width else s
-        self.spec = spec
+        self.width, self.spec = width, spec
+        if width:
+            t, u, s = t + str(width), _VECTOR_INTS[u] + str(width), _VECTOR_INTS[s] + str(width)
+        self.t, self.u, self.s = t, u, s
 
     def to_t(self, signed: str) -> str:  # an integer (signed type) converted exactly
         return f"convert_{self.t}({signed})" if self.width else f"({self.t})({signed})"
