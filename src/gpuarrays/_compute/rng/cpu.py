@@ -22,30 +22,33 @@ __all__ = ["generate", "permutation_index", "take_rows"]
 _M32 = np.uint64(0xFFFFFFFF)
 
 
-def _float_rows(family: str, x: tuple, spec: mapping.FloatSpec, params: tuple) -> list:
-    """The ``per_block`` outputs of each block, one array per output (row), in block order.
+def _float_rows(family: str, x: tuple, spec: mapping.FloatSpec, params: tuple) -> np.ndarray:
+    """The ``per_block`` outputs of each block as rows of a ``(per_block, count)`` array.
 
     ``x``: the blocks' four words (``philox.blocks``).  A float32 output takes word ``r``,
     a float64 one the 64-bit value of words ``2r | 2r + 1`` (``mapping.uniform_bits``);
-    a normal pair takes outputs ``2q`` (radius) and ``2q + 1`` (angle).
+    a normal pair takes outputs ``2q`` (radius) and ``2q + 1`` (angle).  All rows go
+    through each NumPy call together (fewer, longer calls).
     """
     t = spec.dtype.type
-    if spec.words == 1:
-        ks = [w >> np.uint64(8) for w in x]
-    else:
-        ks = [(lo | (hi << np.uint64(32))) >> np.uint64(11) for lo, hi in ((x[0], x[1]),
-                                                                          (x[2], x[3]))]
+    e = 4 // spec.words
+    k = np.empty((e, x[0].size), np.uint64)
+    for r in range(e):
+        if spec.words == 1:
+            np.right_shift(x[r], np.uint64(8), out=k[r])
+        else:
+            np.bitwise_or(x[2 * r], x[2 * r + 1] << np.uint64(32), out=k[r])
+            k[r] >>= np.uint64(11)
     if family == "normal":
         loc, scale = params
-        rows = []
-        for q in range(len(ks) // 2):
-            rows += mapping.normal_pair(ks[2 * q], ks[2 * q + 1], spec)
-        return [t(loc) + t(scale) * z for z in rows]
+        z = np.empty((e, x[0].size), spec.dtype)
+        z[0::2], z[1::2] = mapping.normal_pair(k[0::2], k[1::2], spec)
+        return t(loc) + t(scale) * z
     if family == "uniform":
         low, span = params
-        return [t(low) + t(span) * mapping.to_unit(k, spec) for k in ks]
+        return t(low) + t(span) * mapping.to_unit(k, spec)
     (scale,) = params
-    return [t(scale) * mapping.exponential(k, spec) for k in ks]
+    return t(scale) * mapping.exponential(k, spec)
 
 
 def _retry(key, offset: int, i: np.ndarray, lanes: int, accept, attempt: int):
@@ -110,8 +113,7 @@ def generate(family: str, out: np.ndarray, key: tuple[int, int], offset: int,
             whole = hi - lo == count * e
             dst = (out[lo:hi] if whole else np.empty(count * e, out.dtype)).reshape(
                 count // LANES, e, LANES)  # group, row, lane
-            for r, row in enumerate(rows):
-                dst[:, r, :] = row.reshape(-1, LANES)
+            dst[...] = rows.reshape(e, count // LANES, LANES).transpose(1, 0, 2)
             if not whole:  # the call's last, partial lane group
                 out[lo:hi] = dst.reshape(-1)[: hi - lo]
             continue
