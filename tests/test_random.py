@@ -210,6 +210,25 @@ def test_vector_and_scalar_kernels_give_the_same_numbers(device, dtype, monkeypa
         same(device, calls, seeds=[3])
 
 
+def test_vector_kernels_run_only_on_verified_drivers():
+    assert kernels._driver_runs_vectors("OpenCL 3.0 PoCL 3.1+debian  Linux, LLVM 15.0.6")
+    assert kernels._driver_runs_vectors("OpenCL 3.0 PoCL 6.0  Linux")
+    assert not kernels._driver_runs_vectors("OpenCL 3.0 PoCL 3.0-rc2  Linux, LLVM 14.0.6")
+    assert not kernels._driver_runs_vectors("OpenCL 3.0 Intel(R) CPU Runtime")
+    assert not kernels._vectors(CPU)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_floats_are_identical_on_every_opencl_device(dtype):
+    """Every OpenCL device here (vector kernels or not: PoCL 3.0 gets the scalar ones)."""
+    others = [d for d in ga.devices() if d.backend == "opencl" and d.supports(dtype)]
+    for dev in others:
+        for method in ("random", "standard_normal", "exponential"):
+            same(dev, lambda g, m=method: ga.asarray(np.concatenate([
+                FLOAT_METHODS[m](g, n, dtype).get() for n in (1, 257, 1001)]), device=CPU),
+                 seeds=[4])
+
+
 def _chunked(seed: int, n: int) -> np.ndarray:
     """The cpu engine run block range by block range (its chunking changes nothing)."""
     g = ga.random.default_rng(seed)

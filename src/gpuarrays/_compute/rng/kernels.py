@@ -23,6 +23,7 @@ with a bitonic network of launches (docs/random.md, "From bits to numbers").
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
@@ -701,9 +702,32 @@ def generate(family: str, device, out: RawView, key: tuple[int, int], offset: in
     _launch(device, name, values, -(-n // e))
 
 
+# CPU OpenCL drivers the vector kernels are verified on: PoCL from 3.1 (LLVM 15) on.  PoCL
+# 3.0-rc2 (LLVM 14) zeroes convert_uint8(ulong8) and aborts the process in LLVM on 16-wide
+# code ("Do not know how to scalarize this operator's operand!"), so any other driver gets
+# the scalar kernel (docs/random.md, "Speed").
+_VECTOR_DRIVERS = re.compile(r"\bPoCL (\d+)\.(\d+)")
+_VECTOR_MIN = (3, 1)
+_vector_ok: dict[tuple[int, int], bool] = {}
+
+
+def _driver_runs_vectors(platform_version: str) -> bool:
+    m = _VECTOR_DRIVERS.search(platform_version)
+    return m is not None and (int(m.group(1)), int(m.group(2))) >= _VECTOR_MIN
+
+
 def _vectors(device) -> bool:
-    """Whether the floating families run their vector kernels here (OpenCL on a CPU)."""
-    return device.impl.name == "opencl" and device.impl.launch_hint(device.index) == "cpu"
+    """Whether the floating families run their vector kernels here: OpenCL on a CPU device
+    whose driver is a verified one (``_VECTOR_MIN``)."""
+    impl = device.impl
+    if impl.name != "opencl" or impl.launch_hint(device.index) != "cpu":
+        return False
+    key = (id(impl), device.index)
+    ok = _vector_ok.get(key)
+    if ok is None:
+        context, _ = impl.context_and_queue(device.index)  # the back-end's public PyOpenCL view
+        ok = _vector_ok[key] = _driver_runs_vectors(context.devices[0].platform.version)
+    return ok
 
 
 def _generate_floats(family: str, device, out: RawView, n: int, e: int, key, offset: int,
