@@ -29,7 +29,7 @@ import numpy as np
 
 from ...backends.base import RawView
 from ..device import diskcache
-from .layout import LANES, lane_grouped, per_block
+from .layout import LANES, per_block
 from .mapping import SPECS, FloatSpec
 from .philox import M0, M1, ROUNDS, W0, W1
 
@@ -168,7 +168,7 @@ class _Flavour:
         return f"{self.tag}x{self.width}" if self.width else self.tag
 
 
-def _float_helpers(spec: FloatSpec, fl: "_Flavour | None" = None) -> str:
+def _float_helpers(spec: FloatSpec, fl: _Flavour | None = None) -> str:
     """log, sqrt and the quarter-turn sine/cosine of one float type (mapping.py)."""
     fl = fl or _Flavour(spec)
     tag, t, u, s, x = fl.tag, fl.t, fl.u, fl.s, fl.sfx
@@ -233,7 +233,7 @@ def _u64(v: str, a: int) -> str:
     return f"(((u64){v}{a}) | ((u64){v}{a + 1} << 32))"
 
 
-def _bits(spec: FloatSpec, e: int, fl: "_Flavour | None" = None, v: str = "x") -> str:
+def _bits(spec: FloatSpec, e: int, fl: _Flavour | None = None, v: str = "x") -> str:
     """The uniform's integer bits for output ``e`` of the block(s) ``v`` (mapping.uniform_bits)."""
     if spec.words == 1:
         return f"({v}{e} >> 8)"
@@ -245,7 +245,7 @@ def _bits(spec: FloatSpec, e: int, fl: "_Flavour | None" = None, v: str = "x") -
 
 def _values(family: str, spec: FloatSpec, fl: _Flavour, v: str) -> tuple[str, list[str]]:
     """(statements, one expression per output) of the block(s) whose words are ``v0 .. v3``."""
-    tag, t, u, si, x = fl.tag, fl.t, fl.u, fl.s, fl.sfx
+    tag, x = fl.tag, fl.sfx
     e = per_block(family, spec.dtype)
     lit = functools.partial(_lit, spec)
     if family == "uniform":
