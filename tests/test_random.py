@@ -69,6 +69,22 @@ def test_the_stream_is_pinned():
     assert g.state["counter"] == 2
 
 
+def test_the_float_layout_is_pinned():
+    """Floats lie in lane groups of 8 blocks, row by row (docs/random.md, "Counters"):
+    element 1 is word 0 of block 1, element 8 word 1 of block 0; a call takes whole groups."""
+    g = ga.random.default_rng(0, device=CPU)
+    x = g.random(10, dtype=np.float32).get().view(np.uint32)
+    w = philox.words(g.state["key"], 0, 2).reshape(2, 4)
+    assert [int(v) for v in x[[0, 1, 8, 9]]] == [0x3DFA3D18, 0x3F6BA3CC, 0x3F0FF17A, 0x3F1E710A]
+    assert np.array_equal(x[[0, 1, 8, 9]].view(np.float32),
+                          np.array([w[0, 0], w[1, 0], w[0, 1], w[1, 1]], np.uint64).__rshift__(8)
+                          .astype(np.float32) * np.float32(2**-24))
+    assert g.state["counter"] == 8
+    assert _rng.blocks("uniform", np.dtype(np.float32), 33) == 16
+    assert _rng.blocks("normal", np.dtype(np.float64), 16) == 8
+    assert _rng.blocks("integers", np.dtype(np.int64), 5, (0, 10, 6, False)) == 2
+
+
 # bit identity across back-ends ----------------------------------------------------------
 FLOAT_METHODS = {
     "random": lambda g, n, dt: g.random(n, dtype=dt),
@@ -174,12 +190,51 @@ def test_launch_shape_does_not_change_the_numbers(device, monkeypatch):
     np.testing.assert_array_equal(got, want)
 
 
+# Sizes around the vector kernels' work-items (float32: 256 elements for uniform, 128 for
+# normal and exponential; float64: 128 and 64) and the scalar kernel's tail.
+EDGES = [31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 3 * 256 + 70]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vector_and_scalar_kernels_give_the_same_numbers(device, dtype, monkeypatch):
+    """Both float kernels (vector on CPU OpenCL devices, scalar on GPUs and for the tail),
+    at sizes where the split moves, from a counter off the lane groups."""
+    def calls(g):
+        g.integers(0, 9, 3)  # counter 1: not a multiple of the lane group
+        parts = [f(g, n, dtype) for n in EDGES for f in FLOAT_METHODS.values()]
+        return ga.asarray(np.concatenate([p.get().astype(np.float64) for p in parts]),
+                          device=CPU)
+    same(device, calls, seeds=[3])
+    if device.backend == "opencl":
+        monkeypatch.setattr(kernels, "_vectors", lambda dev: False)  # the GPU path, here
+        same(device, calls, seeds=[3])
+
+
+def test_vector_kernels_run_only_on_verified_drivers():
+    assert kernels._driver_runs_vectors("OpenCL 3.0 PoCL 3.1+debian  Linux, LLVM 15.0.6")
+    assert kernels._driver_runs_vectors("OpenCL 3.0 PoCL 6.0  Linux")
+    assert not kernels._driver_runs_vectors("OpenCL 3.0 PoCL 3.0-rc2  Linux, LLVM 14.0.6")
+    assert not kernels._driver_runs_vectors("OpenCL 3.0 Intel(R) CPU Runtime")
+    assert not kernels._vectors(CPU)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_floats_are_identical_on_every_opencl_device(dtype):
+    """Every OpenCL device here (vector kernels or not: PoCL 3.0 gets the scalar ones)."""
+    others = [d for d in ga.devices() if d.backend == "opencl" and d.supports(dtype)]
+    for dev in others:
+        for method in ("random", "standard_normal", "exponential"):
+            same(dev, lambda g, m=method: ga.asarray(np.concatenate([
+                FLOAT_METHODS[m](g, n, dtype).get() for n in (1, 257, 1001)]), device=CPU),
+                 seeds=[4])
+
+
 def _chunked(seed: int, n: int) -> np.ndarray:
     """The cpu engine run block range by block range (its chunking changes nothing)."""
     g = ga.random.default_rng(seed)
     out = np.empty(n, np.float32)
     from gpuarrays._compute.rng import cpu
-    step = 8  # elements, two blocks
+    step = 32  # elements: one lane group of 8 blocks
     for lo in range(0, n, step):
         part = out[lo:lo + step]
         cpu.generate("normal", part, g.state["key"], lo // 4, (0.0, 1.0))
@@ -444,7 +499,7 @@ def test_every_kernel_compiles_for_cuda():
         compile_image("extern \"C\" __global__ void probe() {}", 70)
     except ImportError as exc:
         pytest.skip(f"NVRTC is not installed: {exc}")
-    for name in kernels.KERNEL_NAMES:
+    for name in kernels.names("cuda"):
         src, _ = kernels.source("cuda", name)
         image, kind = compile_image(src, 70)
         assert image and kind in ("cubin", "ptx")
@@ -454,9 +509,12 @@ def test_every_kernel_source_builds_for_opencl(device):
     if device.backend != "opencl":
         assert kernels.source("opencl", "rng_bitonic")[0].startswith("#pragma OPENCL FP_CONTRACT")
         return
-    for name in kernels.KERNEL_NAMES:
+    for name in kernels.names("opencl"):
         src, params = kernels.source("opencl", name)
         device.impl.compile_kernel(device.index, src, name, params)
+    assert set(kernels.names("cuda")) < set(kernels.names("opencl")) == set(kernels.KERNEL_NAMES)
+    with pytest.raises(ValueError, match="opencl only"):
+        kernels.source("cuda", "rng_uniform_f32_v8")
 
 
 # cases nobody thought of -----------------------------------------------------------------

@@ -4,7 +4,9 @@ Each family turns the words of a range of Philox blocks (``philox.words``)
 into elements with the transforms of ``mapping.py`` and writes them through a
 NumPy view of the result (``gpuarrays._common.raw.ndarray_at``), a chunk of
 blocks at a time; NumPy never allocates the result.  The element-to-counter
-rule is the kernels' (docs/random.md, "Counters"), so the numbers are theirs.
+rule is the kernels' (docs/random.md, "Counters"; ``layout.py``), so the
+numbers are theirs: the floating families compute each block's outputs in
+block order and then store them row by row of each lane group.
 """
 
 from __future__ import annotations
@@ -12,24 +14,36 @@ from __future__ import annotations
 import numpy as np
 
 from . import mapping
-from .layout import per_block
-from .philox import CHUNK, block, words
+from .layout import LANES, per_block
+from .philox import CHUNK, block, blocks, words
 
 __all__ = ["generate", "permutation_index", "take_rows"]
 
 _M32 = np.uint64(0xFFFFFFFF)
 
 
-def _floats(family: str, w: np.ndarray, spec: mapping.FloatSpec, params: tuple) -> np.ndarray:
+def _float_rows(family: str, x: tuple, spec: mapping.FloatSpec, params: tuple) -> np.ndarray:
+    """The ``per_block`` outputs of each block as rows of a ``(per_block, count)`` array.
+
+    ``x``: the blocks' four words (``philox.blocks``).  A float32 output takes word ``r``,
+    a float64 one the 64-bit value of words ``2r | 2r + 1`` (``mapping.uniform_bits``);
+    a normal pair takes outputs ``2q`` (radius) and ``2q + 1`` (angle).  All rows go
+    through each NumPy call together (fewer, longer calls).
+    """
     t = spec.dtype.type
+    e = 4 // spec.words
+    k = np.empty((e, x[0].size), np.uint64)
+    for r in range(e):
+        if spec.words == 1:
+            np.right_shift(x[r], np.uint64(8), out=k[r])
+        else:
+            np.bitwise_or(x[2 * r], x[2 * r + 1] << np.uint64(32), out=k[r])
+            k[r] >>= np.uint64(11)
     if family == "normal":
-        k = mapping.uniform_bits(w, spec)  # float32: 4 per block, float64: 2
-        z0, z1 = mapping.normal_pair(k[0::2], k[1::2], spec)
-        z = np.empty(z0.size * 2, spec.dtype)
-        z[0::2], z[1::2] = z0, z1
         loc, scale = params
+        z = np.empty((e, x[0].size), spec.dtype)
+        z[0::2], z[1::2] = mapping.normal_pair(k[0::2], k[1::2], spec)
         return t(loc) + t(scale) * z
-    k = mapping.uniform_bits(w, spec)
     if family == "uniform":
         low, span = params
         return t(low) + t(span) * mapping.to_unit(k, spec)
@@ -87,16 +101,24 @@ def generate(family: str, out: np.ndarray, key: tuple[int, int], offset: int,
     if n == 0:
         return
     e = per_block(family, out.dtype, params)
-    nblocks = -(-n // e)
     spec = mapping.SPECS.get(out.dtype)
+    # floats: whole lane groups (CHUNK is a multiple of LANES); integers and keys: plain blocks
+    nblocks = -(-n // (e * LANES)) * LANES if spec is not None else -(-n // e)
     unsigned = None if spec is not None else out.view(np.dtype(f"u{out.dtype.itemsize}"))
     for start in range(0, nblocks, CHUNK):
         count = min(CHUNK, nblocks - start)
-        w = words(key, offset + start, count)
         lo, hi = start * e, min(n, (start + count) * e)
-        if spec is not None:
-            out[lo:hi] = _floats(family, w, spec, params)[: hi - lo]
-        elif family == "integers":
+        if spec is not None:  # count is a whole number of lane groups (nblocks rounds up)
+            rows = _float_rows(family, blocks(key, offset + start, count), spec, params)
+            whole = hi - lo == count * e
+            dst = (out[lo:hi] if whole else np.empty(count * e, out.dtype)).reshape(
+                count // LANES, e, LANES)  # group, row, lane
+            dst[...] = rows.reshape(e, count // LANES, LANES).transpose(1, 0, 2)
+            if not whole:  # the call's last, partial lane group
+                out[lo:hi] = dst.reshape(-1)[: hi - lo]
+            continue
+        w = words(key, offset + start, count)
+        if family == "integers":
             v = _integers(w, key, offset, lo, params)[: hi - lo]
             unsigned[lo:hi] = v.astype(unsigned.dtype)  # the low bits: NumPy's wrapping cast
         else:  # "keys"

@@ -2,12 +2,16 @@
 
 The same Philox4x32-10 rounds and the same transforms as the cpu engine
 (``philox.py``, ``mapping.py``), written once with a few dialect macros.
-Every element is computed from its index alone (one Philox block per
-work-item, then the block's elements), so the numbers do not depend on the
-launch shape.  Floating-point work goes through ``MUL``/``ADD``/``SUB``
-macros: plain operators under ``#pragma OPENCL FP_CONTRACT OFF`` in OpenCL C,
-the ``__fmul_rn``-family intrinsics (never contracted) in CUDA C, so each
-operation is one correctly rounded IEEE operation as in NumPy.
+Every element is computed from its index alone, so the numbers do not depend
+on the launch shape.  The floating families lie in lane groups of 8 blocks
+(``layout.py``) and have two kernels: a scalar one (one block per work-item,
+every dialect: GPUs, and the tail of a call on CPUs) and, for OpenCL on CPU
+devices, a vector one (several lane groups per work-item in ``uint8`` words,
+one ``vstore8`` per row; docs/random.md, "Speed").  Floating-point work goes
+through ``MUL``/``ADD``/``SUB`` macros: plain operators under ``#pragma OPENCL
+FP_CONTRACT OFF`` in OpenCL C, the ``__fmul_rn``-family intrinsics (never
+contracted) in CUDA C, so each operation is one correctly rounded IEEE
+operation as in NumPy, on scalars and vectors alike.
 
 Kernels are compiled and launched through the back-end's ``compile_kernel``
 and ``launch_hint`` (``backends/base.py``, ``KernelBackend``); one source per
@@ -19,12 +23,13 @@ with a bitonic network of launches (docs/random.md, "From bits to numbers").
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
 from ...backends.base import RawView
 from ..device import diskcache
-from .layout import per_block
+from .layout import LANES, per_block
 from .mapping import SPECS, FloatSpec
 from .philox import M0, M1, ROUNDS, W0, W1
 
@@ -83,10 +88,10 @@ _FP64 = {"opencl": "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n", "cuda": ""
 def _philox_source() -> str:
     """Philox4x32-10 as a macro declaring the four words ``X##0 .. X##3`` of one block.
 
-    Scalar variables and unrolled rounds: PoCL vectorises this across
-    work-items, where a ``uint4`` or an array in private memory runs at half the
-    speed (measured here); the 32x32->64-bit products are plain ``u64``
-    multiplications (PoCL's ``mul_hi`` is 2.5x slower, CUDA emits ``mul.wide``).
+    Scalar variables and unrolled rounds; the 32x32->64-bit products are plain
+    ``u64`` multiplications (CUDA emits ``mul.wide``).  On CPU OpenCL devices the
+    floating families use the vector rounds of ``_philox_vector_rounds`` instead
+    (this scalar form was not vectorised by PoCL there: docs/random.md, "Speed").
     """
     rounds = []
     for r in range(ROUNDS):
@@ -125,9 +130,48 @@ def _horner(spec: FloatSpec, tag: str, z: str, coefs: tuple[float, ...]) -> str:
     return expr
 
 
-def _float_helpers(spec: FloatSpec) -> str:
+_VECTOR_INTS = {"u32": "uint", "u64": "ulong", "i32": "int", "i64": "long"}
+
+
+class _Flavour:
+    """Scalar (``width == 0``: one block per work-item, any dialect) or OpenCL vector
+    (``width`` 8 or 16 lanes) spelling of one float type's code: the same operations in the
+    same order either way, so the same bits."""
+
+    def __init__(self, spec: FloatSpec, width: int = 0):
+        self.tag, t, u, s = _CTYPE[spec.name]
+        self.width, self.spec = width, spec
+        if width:
+            t, u, s = t + str(width), _VECTOR_INTS[u] + str(width), _VECTOR_INTS[s] + str(width)
+        self.t, self.u, self.s = t, u, s
+
+    def to_t(self, signed: str) -> str:  # an integer (signed type) converted exactly
+        return f"convert_{self.t}({signed})" if self.width else f"({self.t})({signed})"
+
+    def as_s(self, unsigned: str) -> str:  # reinterpreted as the signed type (values fit)
+        return f"as_{self.s}({unsigned})" if self.width else f"({self.s})({unsigned})"
+
+    def bits(self, x: str) -> str:
+        return f"as_{self.u}({x})" if self.width else f"BITS_{self.tag}({x})"
+
+    def from_bits(self, b: str) -> str:
+        return f"as_{self.t}({b})" if self.width else f"FROM_{self.tag}({b})"
+
+    def one_if(self, cond: str) -> str:  # 1 where cond holds, else 0, in the unsigned type
+        return f"(as_{self.u}({cond}) & 1)" if self.width else f"({self.u})({cond})"
+
+    def pick(self, cond: str, yes: str, no: str) -> str:  # exact selection, no rounding
+        return f"select({no}, {yes}, {cond})" if self.width else f"(({cond}) ? {yes} : {no})"
+
+    @property
+    def sfx(self) -> str:  # the helpers' name suffix
+        return f"{self.tag}x{self.width}" if self.width else self.tag
+
+
+def _float_helpers(spec: FloatSpec, fl: _Flavour | None = None) -> str:
     """log, sqrt and the quarter-turn sine/cosine of one float type (mapping.py)."""
-    tag, t, u, s = _CTYPE[spec.name]
+    fl = fl or _Flavour(spec)
+    tag, t, u, s, x = fl.tag, fl.t, fl.u, fl.s, fl.sfx
     lit = functools.partial(_lit, spec)
     recip = "\n".join(
         f"    y = MUL_{tag}(y, SUB_{tag}({lit(2)}, MUL_{tag}(d, y)));"
@@ -137,14 +181,14 @@ def _float_helpers(spec: FloatSpec) -> str:
         for _ in range(spec.rsqrt_steps))
     ub = spec.ubits
     return f"""
-FN {t} log_{tag}({t} x) {{
-    {u} b = BITS_{tag}(x);
-    {s} e = ({s})(b >> {spec.mant}) - {spec.bias};
+FN {t} log_{x}({t} x) {{
+    {u} b = {fl.bits("x")};
+    {s} e = {fl.as_s(f"b >> {spec.mant}")} - {spec.bias};
     {u} mb = (b & ((({u})1 << {spec.mant}) - 1)) | (({u}){spec.bias} << {spec.mant});
-    {u} big = mb > ({u}){spec.sqrt2_bits}u;  /* m > sqrt 2: halve it (branch-free) */
+    {u} big = {fl.one_if(f"mb > ({u}){spec.sqrt2_bits}u")};  /* m > sqrt 2: halve it (branch-free) */
     mb -= big << {spec.mant};
-    e += ({s})big;
-    {t} m = FROM_{tag}(mb);
+    e += {fl.as_s("big")};
+    {t} m = {fl.from_bits("mb")};
     {t} f = SUB_{tag}(m, {lit(1)});
     {t} d = ADD_{tag}(m, {lit(1)});
     {t} y = SUB_{tag}({lit(spec.recip_a)}, MUL_{tag}({lit(spec.recip_b)}, d));
@@ -152,34 +196,34 @@ FN {t} log_{tag}({t} x) {{
     {t} sv = MUL_{tag}(f, y);
     {t} z = MUL_{tag}(sv, sv);
     {t} lm = MUL_{tag}(sv, {_horner(spec, tag, "z", spec.log_c)});
-    {t} fe = ({t})e;
+    {t} fe = {fl.to_t("e")};
     return ADD_{tag}(MUL_{tag}(fe, {lit(spec.ln2_hi)}), ADD_{tag}(MUL_{tag}(fe, {lit(spec.ln2_lo)}), lm));
 }}
 
-FN {t} sqrt_{tag}({t} x) {{
-    {t} y = FROM_{tag}(({u}){spec.rsqrt_magic}u - (BITS_{tag}(x) >> 1));
+FN {t} sqrt_{x}({t} x) {{
+    {t} y = {fl.from_bits(f"({u}){spec.rsqrt_magic}u - ({fl.bits('x')} >> 1)")};
     {t} hx = MUL_{tag}({lit(0.5)}, x);
 {rsqrt}
     return MUL_{tag}(x, y);
 }}
 
 /* (k | 1) 2**-{ub}: a uniform in (0, 1) */
-FN {t} open_{tag}({u} k) {{ return MUL_{tag}(({t})({s})(k | 1), {lit(2.0 ** -ub)}); }}
+FN {t} open_{x}({u} k) {{ return MUL_{tag}({fl.to_t(fl.as_s("k | 1"))}, {lit(2.0 ** -ub)}); }}
 
 /* the polynomials of sin(2 pi f) and cos(2 pi f), |f| <= 1/8 */
-FN {t} sinp_{tag}({t} f) {{
+FN {t} sinp_{x}({t} f) {{
     {t} z = MUL_{tag}(f, f);
     return MUL_{tag}(f, {_horner(spec, tag, "z", spec.sin_c)});
 }}
 
-FN {t} cosp_{tag}({t} f) {{
+FN {t} cosp_{x}({t} f) {{
     {t} z = MUL_{tag}(f, f);
     return {_horner(spec, tag, "z", spec.cos_c)};
 }}
 
 /* sqrt(-2 log u): the radius of Box--Muller */
-FN {t} radius_{tag}({u} k) {{
-    return sqrt_{tag}(MUL_{tag}({lit(-2)}, log_{tag}(open_{tag}(k))));
+FN {t} radius_{x}({u} k) {{
+    return sqrt_{x}(MUL_{tag}({lit(-2)}, log_{x}(open_{x}(k))));
 }}
 """
 
@@ -189,11 +233,94 @@ def _u64(v: str, a: int) -> str:
     return f"(((u64){v}{a}) | ((u64){v}{a + 1} << 32))"
 
 
-def _bits(spec: FloatSpec, e: int) -> str:
-    """The uniform's integer bits for element ``e`` of the block ``x`` (mapping.uniform_bits)."""
+def _bits(spec: FloatSpec, e: int, fl: _Flavour | None = None, v: str = "x") -> str:
+    """The uniform's integer bits for output ``e`` of the block(s) ``v`` (mapping.uniform_bits)."""
     if spec.words == 1:
-        return f"(x{e} >> 8)"
-    return f"({_u64('x', 2 * e)} >> 11)"
+        return f"({v}{e} >> 8)"
+    if fl is not None and fl.width:
+        return (f"((convert_{fl.u}({v}{2 * e}) | (convert_{fl.u}({v}{2 * e + 1}) << 32)) "
+                ">> 11)")
+    return f"({_u64(v, 2 * e)} >> 11)"
+
+
+def _values(family: str, spec: FloatSpec, fl: _Flavour, v: str) -> tuple[str, list[str]]:
+    """(statements, one expression per output) of the block(s) whose words are ``v0 .. v3``."""
+    tag, x = fl.tag, fl.sfx
+    e = per_block(family, spec.dtype)
+    lit = functools.partial(_lit, spec)
+    if family == "uniform":
+        return "", [f"ADD_{tag}(low, MUL_{tag}(span, MUL_{tag}("
+                    f"{fl.to_t(fl.as_s(_bits(spec, i, fl, v)))}, {lit(2.0 ** -spec.ubits)})))"
+                    for i in range(e)]
+    if family == "exponential":
+        return "", [f"MUL_{tag}(scale, -log_{x}(open_{x}({_bits(spec, i, fl, v)})))"
+                    for i in range(e)]
+    # normal: pairs of uniforms (radius, angle), Box--Muller (mapping.normal_pair)
+    lines = []
+    for q in range(e // 2):
+        lines += _normal_pair(spec, fl, f"{v}_{q}", _bits(spec, 2 * q, fl, v),
+                              _bits(spec, 2 * q + 1, fl, v))
+    return "\n".join(lines) + "\n", [
+        f"ADD_{tag}(loc, MUL_{tag}(scale, z{v}_{i // 2}_{i % 2}))" for i in range(e)]
+
+
+def _normal_pair(spec: FloatSpec, fl: _Flavour, p: str, radius: str, angle: str) -> list[str]:
+    """Statements declaring ``z{p}_0``, ``z{p}_1``: the normal pair of the uniform bits
+    ``radius`` and ``angle`` (mapping.normal_pair)."""
+    tag, t, u, x = fl.tag, fl.t, fl.u, fl.sfx
+    lit = functools.partial(_lit, spec)
+    ub = spec.ubits
+    turn = fl.as_s(f"ka{p}") + " - " + fl.as_s(f"j{p} << {ub - 2}")
+    return [
+        f"    {u} ka{p} = {angle};",
+        f"    {u} j{p} = (ka{p} + (({u})1 << {ub - 3})) >> {ub - 2};  /* quarter turns */",
+        f"    {t} f{p} = MUL_{tag}({fl.to_t(turn)}, {lit(2.0 ** -ub)});",
+        f"    {u} q{p} = j{p} & 3;",
+        f"    {t} r{p} = radius_{x}({radius});",
+        f"    {t} s{p} = sinp_{x}(f{p}), c{p} = cosp_{x}(f{p});",
+        f"    {t} cq{p} = {fl.pick(f'(q{p} & 1) != 0', f's{p}', f'c{p}')};",
+        f"    {t} sq{p} = {fl.pick(f'(q{p} & 1) != 0', f'c{p}', f's{p}')};",
+        f"    {t} z{p}_0 = MUL_{tag}(r{p}, {fl.pick(f'(q{p} == 1) | (q{p} == 2)', f'-cq{p}', f'cq{p}')});",
+        f"    {t} z{p}_1 = MUL_{tag}(r{p}, {fl.pick(f'q{p} >= 2', f'-sq{p}', f'sq{p}')});",
+    ]
+
+
+def _wide_values(family: str, spec: FloatSpec, names: list[str]) -> tuple[str, dict]:
+    """The normal and exponential transforms of the vector kernel, two lane groups' inputs
+    joined into one 16-wide vector (LLVM splits it into adjacent 8-wide halves, two
+    independent chains side by side).  Returns (statements, {(group, row): expression})."""
+    fl = _Flavour(spec, 2 * LANES)
+    fl8 = _Flavour(spec, LANES)
+    tag, t, u = fl.tag, fl.t, fl.u
+    e = per_block(family, spec.dtype)
+    if family == "normal":  # items: (rows, radius bits, angle bits) of one lane group
+        items = [((g, 2 * q), (g, 2 * q + 1), _bits(spec, 2 * q, fl8, v),
+                  _bits(spec, 2 * q + 1, fl8, v))
+                 for g, v in enumerate(names) for q in range(e // 2)]
+    else:
+        items = [((g, r), _bits(spec, r, fl8, v)) for g, v in enumerate(names) for r in range(e)]
+    lines, out = [], {}
+    for i in range(0, len(items), 2):
+        a, b = items[i], items[i + 1]
+        p = f"w{i // 2}"
+        if family == "normal":
+            lines += _normal_pair(spec, fl, p, f"({u})({a[2]}, {b[2]})", f"({u})({a[3]}, {b[3]})")
+            for k in (0, 1):
+                lines.append(f"    {t} y{p}_{k} = ADD_{tag}(loc, MUL_{tag}(scale, z{p}_{k}));")
+                out[a[k]], out[b[k]] = f"y{p}_{k}.lo", f"y{p}_{k}.hi"
+        else:
+            lines.append(f"    {t} y{p} = MUL_{tag}(scale, -log_{fl.sfx}(open_{fl.sfx}("
+                         f"({u})({a[1]}, {b[1]}))));")
+            out[a[0]], out[b[0]] = f"y{p}.lo", f"y{p}.hi"
+    return "\n".join(lines) + "\n", out
+
+
+def _family_params(family: str, spec: FloatSpec) -> tuple[str, list[str]]:
+    t = _CTYPE[spec.name][1]
+    code = spec.dtype.str[1:]
+    return {"uniform": (f", {t} low, {t} span", [code, code]),
+            "exponential": (f", {t} scale", [code]),
+            "normal": (f", {t} loc, {t} scale", [code, code])}[family]
 
 
 def _stores(e: int, values: list[str]) -> str:
@@ -209,45 +336,98 @@ def _stores(e: int, values: list[str]) -> str:
 
 
 def _float_kernel(family: str, spec: FloatSpec) -> tuple[str, list[str]]:
-    tag, t, u, si = _CTYPE[spec.name]  # the integer types convert cheaply (signed, same width)
+    """One block per work-item (every dialect): block ``start + GID`` of the call, its outputs
+    stored at their lane-group places (layout.py), each checked against ``n``."""
+    fl = _Flavour(spec)
+    tag, t = fl.tag, fl.t
     e = per_block(family, spec.dtype)
-    code = spec.dtype.str[1:]
-    lit = functools.partial(_lit, spec)
-    pre = ""
-    if family == "uniform":
-        extra, params = f", {t} low, {t} span", [code, code]
-        values = [f"ADD_{tag}(low, MUL_{tag}(span, MUL_{tag}(({t})({si}){_bits(spec, i)}, "
-                  f"{lit(2.0 ** -spec.ubits)})))" for i in range(e)]
-    elif family == "exponential":
-        extra, params = f", {t} scale", [code]
-        values = [f"MUL_{tag}(scale, -log_{tag}(open_{tag}({_bits(spec, i)})))" for i in range(e)]
-    else:  # normal: pairs of uniforms (radius, angle), Box--Muller (mapping.normal_pair)
-        extra, params = f", {t} loc, {t} scale", [code, code]
-        ub = spec.ubits
-        lines = []
-        for q in range(e // 2):
-            lines += [
-                f"    {u} ka{q} = {_bits(spec, 2 * q + 1)};",
-                f"    {u} j{q} = (ka{q} + (({u})1 << {ub - 3})) >> {ub - 2};  /* quarter turns */",
-                f"    {t} f{q} = MUL_{tag}(({t})(({si})ka{q} - ({si})(j{q} << {ub - 2})), "
-                f"{lit(2.0 ** -ub)});",
-                f"    u32 q{q} = (u32)(j{q} & 3);",
-                f"    {t} r{q} = radius_{tag}({_bits(spec, 2 * q)});",
-                f"    {t} s{q} = sinp_{tag}(f{q}), c{q} = cosp_{tag}(f{q});",
-                f"    {t} cq{q} = (q{q} & 1) ? s{q} : c{q}, sq{q} = (q{q} & 1) ? c{q} : s{q};",
-                f"    {t} z{2 * q} = MUL_{tag}(r{q}, (q{q} == 1 || q{q} == 2) ? -cq{q} : cq{q});",
-                f"    {t} z{2 * q + 1} = MUL_{tag}(r{q}, q{q} >= 2 ? -sq{q} : sq{q});",
-            ]
-        pre = "\n".join(lines) + "\n"
-        values = [f"ADD_{tag}(loc, MUL_{tag}(scale, z{i}))" for i in range(e)]
+    extra, params = _family_params(family, spec)
+    pre, values = _values(family, spec, fl, "x")
+    whole = "\n".join(f"        out[first + {r * LANES}] = {val};" for r, val in enumerate(values))
+    tail = "\n".join(f"        if (first + {r * LANES} < n) out[first + {r * LANES}] = {val};"
+                     for r, val in enumerate(values))
     src = f"""{_float_helpers(spec) if family != "uniform" else ""}
-KERNEL void rng_{family}_{tag}(GLOBAL {t} *out, u64 n, u32 k0, u32 k1, u64 off{extra}) {{
-    u64 b = GID;
-    u64 first = b * {e};
+KERNEL void rng_{family}_{tag}(GLOBAL {t} *out, u64 n, u32 k0, u32 k1, u64 off, u64 start{extra}) {{
+    u64 b = start + GID;  /* the call's block; element of output r: first + r * {LANES} */
+    u64 first = (b / {LANES}) * {e * LANES} + b % {LANES};
     if (first >= n) return;
     PHILOX_BLOCK(k0, k1, off + b, 0, 0, x)
-{pre}{_stores(e, values)}
+{pre}    if (first + {(e - 1) * LANES} < n) {{
+{whole}
+    }} else {{
+{tail}
+    }}
 }}
+"""
+    return src, ["ptr", "u8", "u4", "u4", "u8", "u8", *params]
+
+
+def _philox_vector(v: str, base: str) -> str:
+    """Declarations of ``uint8`` words ``v0 .. v3`` of the ``LANES`` blocks from ``base`` on."""
+    lanes = ", ".join(str(i) for i in range(LANES))
+    return (f"    ulong{LANES} c{v} = (ulong{LANES})({base}) + (ulong{LANES})({lanes});\n"
+            f"    uint{LANES} {v}0 = convert_uint{LANES}(c{v}), "
+            f"{v}1 = convert_uint{LANES}(c{v} >> 32), {v}2 = 0, {v}3 = 0;\n")
+
+
+def _philox_vector_rounds(names: list[str]) -> str:
+    """The ten rounds over several lane groups at once (independent chains hide latencies).
+
+    The high halves come from two ``ulong4`` products of the even and the odd lanes (LLVM
+    emits ``vpmuludq``, no 64-bit lane multiply), the low halves from a 32-bit multiply.
+    """
+    h = LANES // 2
+    out = [f"    {{ u32 k0_ = k0, k1_ = k1; ulong{h} pe_, po_; uint{LANES} h0_, h2_;"]
+    for r in range(ROUNDS):
+        if r:
+            out.append(f"      k0_ += {W0}u; k1_ += {W1}u;")
+        for v in names:
+            out.append(
+                f"      pe_ = (as_ulong{h}({v}2) & 0xFFFFFFFFul) * {M1}ul; "
+                f"po_ = (as_ulong{h}({v}2) >> 32) * {M1}ul; "
+                f"h2_ = as_uint{LANES}((pe_ >> 32) | (po_ & 0xFFFFFFFF00000000ul)); "
+                f"pe_ = (as_ulong{h}({v}0) & 0xFFFFFFFFul) * {M0}ul; "
+                f"po_ = (as_ulong{h}({v}0) >> 32) * {M0}ul; "
+                f"h0_ = as_uint{LANES}((pe_ >> 32) | (po_ & 0xFFFFFFFF00000000ul)); "
+                f"h0_ ^= {v}3 ^ k1_; {v}3 = {v}0 * {M0}u; {v}0 = h2_ ^ {v}1 ^ k0_; "
+                f"{v}1 = {v}2 * {M1}u; {v}2 = h0_;")
+    out.append("    }")
+    return "\n".join(out) + "\n"
+
+
+def _float_vector_kernel(family: str, spec: FloatSpec, groups: int) -> tuple[str, list[str]]:
+    """OpenCL C for CPU devices: ``groups`` whole lane groups per work-item, ``LANES`` blocks
+    in the lanes of ``uint8`` words, each output row one ``vstore8`` (docs/random.md,
+    "Speed").  Work-item ``w < nwi`` covers groups ``w * groups ..``; no bounds checks
+    inside (the caller launches the whole work-items only, a scalar kernel does the rest)."""
+    fl = _Flavour(spec, LANES)
+    tag = fl.tag
+    e = per_block(family, spec.dtype)
+    extra, params = _family_params(family, spec)
+    t = _CTYPE[spec.name][1]
+    names = [f"a{g}_" for g in range(groups)]
+    body = "".join(_philox_vector(v, f"off + (w * {groups} + {g}) * {LANES}")
+                   for g, v in enumerate(names))
+    body += _philox_vector_rounds(names)
+    if family != "uniform":  # groups is even: pairs of groups share 16-wide transforms
+        pre, wide = _wide_values(family, spec, names)
+        body += pre
+    for g, v in enumerate(names):
+        if family == "uniform":
+            pre, values = _values(family, spec, fl, v)
+            body += pre
+        else:
+            values = [wide[g, r] for r in range(e)]
+        body += f"    GLOBAL {t} *o{v} = out + (w * {groups} + {g}) * {e * LANES};\n"
+        body += "".join(f"    vstore{LANES}({val}, 0, o{v} + {r * LANES});\n"
+                        for r, val in enumerate(values))
+    name = f"rng_{family}_{tag}_v{groups}"
+    helpers = "" if family == "uniform" else _float_helpers(spec, _Flavour(spec, 2 * LANES))
+    src = f"""{helpers}
+KERNEL void {name}(GLOBAL {t} *out, u64 nwi, u32 k0, u32 k1, u64 off{extra}) {{
+    u64 w = GID;
+    if (w >= nwi) return;
+{body}}}
 """
     return src, ["ptr", "u8", "u4", "u4", "u8", *params]
 
@@ -426,26 +606,36 @@ _LOCAL = {"cpu": 64, "gpu": 256}
 _SORT_IN_LOCAL = {"cpu": False, "gpu": True}
 
 
+# Lane groups per work-item of the vector kernels (CPU OpenCL devices): independent chains
+# hide the multiplies' latencies; measured on PoCL (docs/random.md, "Speed").
+_GROUPS = {"uniform": 8, "normal": 4, "exponential": 4}
+_BOTH = ("opencl", "cuda")
+
+
 def _kernel_table() -> dict[str, tuple]:
-    """kernel name -> (body builder, float spec needing fp64 helpers or None)."""
+    """kernel name -> (body builder, float spec needing fp64 helpers or None, dialects)."""
     table: dict[str, tuple] = {}
     for spec in SPECS.values():
         tag = _CTYPE[spec.name][0]
+        doubles = spec.dtype.itemsize == 8
         for family in ("uniform", "normal", "exponential"):
             table[f"rng_{family}_{tag}"] = (functools.partial(_float_kernel, family, spec),
-                                            spec.dtype.itemsize == 8)
+                                            doubles, _BOTH)
+            g = _GROUPS[family]
+            table[f"rng_{family}_{tag}_v{g}"] = (
+                functools.partial(_float_vector_kernel, family, spec, g), doubles, ("opencl",))
     for width in (8, 16, 32, 64):
         for wide in (False, True):
             table[f"rng_integers{64 if wide else 32}_u{width}"] = (
-                functools.partial(_integers_kernel, width, wide), False)
+                functools.partial(_integers_kernel, width, wide), False, _BOTH)
         for index in ("u32", "i64"):
             table[f"rng_take_u{width}_{index}"] = (
-                functools.partial(_take_kernel, width, index), False)
+                functools.partial(_take_kernel, width, index), False, _BOTH)
     for local in set(_LOCAL.values()):
         table[f"rng_bitonic_local_{2 * local}"] = (
-            functools.partial(_bitonic_local_kernel, 2 * local), False)
+            functools.partial(_bitonic_local_kernel, 2 * local), False, _BOTH)
     for name, (src, params) in (*_PERM.items(), ("bench_write_f32", _WRITE_REFERENCE)):
-        table[name] = ((lambda s=src, p=params: (s, p)), False)
+        table[name] = ((lambda s=src, p=params: (s, p)), False, _BOTH)
     return table
 
 
@@ -453,10 +643,18 @@ _TABLE = _kernel_table()
 KERNEL_NAMES = tuple(_TABLE)
 
 
+def names(dialect: str) -> tuple[str, ...]:
+    """The kernels written for ``dialect`` (the vector kernels are OpenCL C only)."""
+    return tuple(name for name, (_, _, dialects) in _TABLE.items() if dialect in dialects)
+
+
 @functools.cache
 def source(dialect: str, name: str) -> tuple[str, tuple[str, ...]]:
     """``(C source, parameter types)`` of kernel ``name`` in ``dialect`` (``opencl``/``cuda``)."""
-    build, doubles = _TABLE[name]
+    build, doubles, dialects = _TABLE[name]
+    if dialect not in dialects:
+        raise ValueError(f"kernel {name} is written for {', '.join(dialects)} only, "
+                         f"not {dialect}; use the scalar kernel of its family")
     body, params = build()
     text = _PRELUDE[dialect] + (_FP64[dialect] if doubles else "") + _PHILOX + body
     return text, tuple(params)
@@ -499,9 +697,56 @@ def generate(family: str, device, out: RawView, key: tuple[int, int], offset: in
     elif family == "keys":
         name = "rng_keys"
     else:
-        name = f"rng_{family}_{_CTYPE[out.dtype.name][0]}"
-        values += [float(p) for p in params]
+        _generate_floats(family, device, out, n, e, key, offset, [float(p) for p in params])
+        return
     _launch(device, name, values, -(-n // e))
+
+
+# CPU OpenCL drivers the vector kernels are verified on: PoCL from 3.1 (LLVM 15) on.  PoCL
+# 3.0-rc2 (LLVM 14) zeroes convert_uint8(ulong8) and aborts the process in LLVM on 16-wide
+# code ("Do not know how to scalarize this operator's operand!"), so any other driver gets
+# the scalar kernel (docs/random.md, "Speed").
+_VECTOR_DRIVERS = re.compile(r"\bPoCL (\d+)\.(\d+)")
+_VECTOR_MIN = (3, 1)
+_vector_ok: dict[tuple[int, int], bool] = {}
+
+
+def _driver_runs_vectors(platform_version: str) -> bool:
+    m = _VECTOR_DRIVERS.search(platform_version)
+    return m is not None and (int(m.group(1)), int(m.group(2))) >= _VECTOR_MIN
+
+
+def _vectors(device) -> bool:
+    """Whether the floating families run their vector kernels here: OpenCL on a CPU device
+    whose driver is a verified one (``_VECTOR_MIN``)."""
+    impl = device.impl
+    if impl.name != "opencl" or impl.launch_hint(device.index) != "cpu":
+        return False
+    key = (id(impl), device.index)
+    ok = _vector_ok.get(key)
+    if ok is None:
+        context, _ = impl.context_and_queue(device.index)  # the back-end's public PyOpenCL view
+        ok = _vector_ok[key] = _driver_runs_vectors(context.devices[0].platform.version)
+    return ok
+
+
+def _generate_floats(family: str, device, out: RawView, n: int, e: int, key, offset: int,
+                     params: list) -> None:
+    """The whole work-items of the vector kernel (where it runs), then the scalar kernel for
+    the rest of the call's blocks, one block per work-item, stores checked against ``n``."""
+    tag = _CTYPE[out.dtype.name][0]
+    start = 0  # the call's first block left to the scalar kernel
+    if _vectors(device):
+        groups = _GROUPS[family]
+        nwi = n // (groups * LANES * e)
+        if nwi:
+            _launch(device, f"rng_{family}_{tag}_v{groups}",
+                    [out.ptr, nwi, key[0], key[1], offset, *params], nwi)
+            start = nwi * groups * LANES
+    left = -(-n // (e * LANES)) * LANES - start
+    if left:
+        _launch(device, f"rng_{family}_{tag}",
+                [out.ptr, n, key[0], key[1], offset, start, *params], left)
 
 
 def permutation_index(device, out: RawView, keys: RawView, idx: RawView, key: tuple[int, int],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["M0", "M1", "W0", "W1", "ROUNDS", "block", "words", "CHUNK"]
+__all__ = ["M0", "M1", "W0", "W1", "ROUNDS", "block", "blocks", "words", "CHUNK"]
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57  # the round multipliers
 W0, W1 = 0x9E3779B9, 0xBB67AE85  # the Weyl key increments (golden ratio, sqrt(3) - 1)
@@ -52,14 +52,22 @@ def block(key: tuple[int, int], c0, c1, c2, c3) -> tuple[np.ndarray, ...]:
     return x0, x1, x2, x3
 
 
+def blocks(key: tuple[int, int], start: int, count: int) -> tuple[np.ndarray, ...]:
+    """Words 0..3 of blocks ``start .. start + count - 1`` of the main stream, one array each.
+
+    Block ``b`` is the counter ``(b mod 2**32, b >> 32, 0, 0)``.
+    """
+    b = np.arange(start, start + count, dtype=np.uint64)
+    return block(key, b & _M32, b >> _S32, 0, 0)
+
+
 def words(key: tuple[int, int], start: int, count: int) -> np.ndarray:
     """The words of blocks ``start .. start + count - 1`` of the main stream, in order.
 
     Block ``b`` is the counter ``(b mod 2**32, b >> 32, 0, 0)``: a uint64 array
     of ``4 * count`` 32-bit values, word ``j`` of block ``b`` at ``4 * (b - start) + j``.
     """
-    b = np.arange(start, start + count, dtype=np.uint64)
     out = np.empty((count, 4), np.uint64)
-    for j, w in enumerate(block(key, b & _M32, b >> _S32, 0, 0)):
+    for j, w in enumerate(blocks(key, start, count)):
         out[:, j] = w
     return out.reshape(-1)
