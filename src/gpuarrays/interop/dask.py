@@ -55,13 +55,14 @@ from dask.utils import Dispatch
 from .._array.array import GPUArray
 from .._array.creation import arange as _ga_arange
 from .._array.creation import asarray, empty, full
+from .._common.errors import CacheInUseError
 from .._common.sizes import parse_size
 from .._compute.elementwise import isnan, logical_not
 from .._compute.statistical import sum as _ga_sum
 from .._memory.cache import AllocCache, cached
 from .._memory.devices import _default as _default_device
 from .._memory.devices import get_device
-from .._memory.stats import set_memory_limit
+from .._memory.stats import memory_stats, set_memory_limit
 from ._dask_entry import register_sizeof
 
 __all__ = ["register", "GPUArraysBackend", "GPUArraysWorker", "PhiloxSeed",
@@ -391,11 +392,6 @@ except ImportError:  # dask without distributed: the plugin is not offered
     _WorkerPlugin = None
 
 
-def _run_cached(cache: AllocCache, fn, /, *args, **kwargs):
-    with cached(cache):
-        return fn(*args, **kwargs)
-
-
 if _WorkerPlugin is not None:
 
     class GPUArraysWorker(_WorkerPlugin):
@@ -410,10 +406,13 @@ if _WorkerPlugin is not None:
           ``GPUARRAYS_DEVICE``, else the first accelerator, else ``cpu:0``);
         * sets ``memory_limit`` on that device (``ga.set_memory_limit``: ``"8GiB"``, ``"75%"``,
           bytes; ``None`` leaves ``GPUARRAYS_MEMORY_LIMIT`` or no limit);
-        * with ``cache=True``, runs every task of the worker's default executor inside
-          ``ga.cached(cache)`` with one ``ga.AllocCache`` per worker, so equal-sized chunks
-          reuse buffers; teardown (worker close or ``client.unregister_worker_plugin``)
-          gives the buffers back to the pool.
+        * with ``cache=True``, runs every task of the worker inside ``ga.cached(cache)`` with
+          one ``ga.AllocCache`` per worker, so equal-sized chunks reuse buffers (the
+          out-of-memory ladder takes its unused buffers back when the limit is reached);
+          teardown (worker close or ``client.unregister_worker_plugin``) gives the buffers
+          back to the pool, and the memory limit it replaced comes back.
+
+        Registering another ``GPUArraysWorker`` replaces this one (same plugin name).
         """
 
         name = "gpuarrays"
@@ -429,7 +428,8 @@ if _WorkerPlugin is not None:
             self.memory_limit = memory_limit
             self.cache = bool(cache)
             self._cache = None
-            self._executor = None
+            self._worker = None
+            self._restore_limit = None
 
         def setup(self, worker) -> None:
             register()
@@ -438,21 +438,37 @@ if _WorkerPlugin is not None:
                 _default_device[:] = [get_device(spec)]  # the process default (devices.py)
             dev = get_device(None)
             if self.memory_limit is not None:
+                self._restore_limit = (dev, memory_stats(dev)["limit_bytes"])
                 set_memory_limit(self.memory_limit, dev)
             if self.cache:
-                executor = worker.executors["default"]
+                # Tasks run in a thread, in a copy of the contextvars of the worker's
+                # ``execute`` coroutine of that task: the scope opened here is the one the
+                # task's allocations see (a wrapper around the executor would not be: the
+                # copy is taken before the executor is called).
                 self._cache = cache = AllocCache()
-                plain = executor.submit
-                executor.submit = lambda fn, /, *a, **kw: plain(_run_cached, cache, fn, *a, **kw)
-                self._executor = executor
+                plain = worker.execute
+
+                async def execute(key, *, stimulus_id):
+                    with cached(cache):
+                        return await plain(key, stimulus_id=stimulus_id)
+
+                worker.execute = execute
+                self._worker = worker
 
         def teardown(self, worker) -> None:
-            if self._executor is not None:
-                del self._executor.submit  # back to the class's submit
-                self._executor = None
+            if self._worker is not None:
+                del self._worker.execute  # back to the class's method
+                self._worker = None
             if self._cache is not None:
-                self._cache.free()
+                try:
+                    self._cache.free()
+                except CacheInUseError:
+                    pass  # tasks still run in it: its buffers go back when it is collected
                 self._cache = None
+            if self._restore_limit is not None:
+                dev, limit = self._restore_limit
+                set_memory_limit(limit, dev)
+                self._restore_limit = None
 
 else:  # pragma: no cover - distributed is part of the dask extra
 
