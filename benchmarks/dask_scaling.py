@@ -30,7 +30,6 @@ except ImportError:  # a source checkout without an install: use src/
 import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 import distributed  # noqa: E402
-from dask.array.backends import array_creation_dispatch  # noqa: E402
 
 import gpuarrays.interop.dask as gd  # noqa: E402
 
@@ -82,10 +81,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args(argv)
     size = ga.parse_size(args.size)
-    try:
-        array_creation_dispatch.dispatch("gpuarrays")
-    except ValueError:  # a checkout without the installed entry points
-        array_creation_dispatch.register_backend("gpuarrays", gd.GPUArraysBackend())
     print(f"graph: sin(x)*2 + x*x, sum(axis=0); {ga.parse_size(args.size) / 2**20:.0f} MiB "
           f"float64 in 64 MiB chunks; gpuarrays chunks on {args.device}; best of {args.repeat}")
     print(f"{'graph':<18}{'workers':>8}{'numpy s':>10}{'gpuarrays s':>13}{'ratio':>7}"

@@ -69,17 +69,27 @@ def test_import_gpuarrays_never_imports_dask():
 
 
 def test_entry_points_name_what_the_module_offers():
+    """The entry points of pyproject.toml load and work as Dask calls them (read from the
+    file: a checkout on PYTHONPATH has no installed metadata)."""
+    from importlib.metadata import EntryPoint
+
+    from dask.utils import Dispatch
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     points = project["entry-points"]
-    assert points["dask.array.backends"] == {
-        "gpuarrays": "gpuarrays.interop.dask:GPUArraysBackend"}
-    assert points["dask.sizeof"] == {"gpuarrays": "gpuarrays.interop._dask_entry:register_sizeof"}
-    from gpuarrays.interop import _dask_entry
-
-    assert _dask_entry.register_sizeof is not None
-    assert issubclass(gd.GPUArraysBackend, da.backends.ArrayBackendEntrypoint)
+    assert set(points["dask.array.backends"]) == set(points["dask.sizeof"]) == {"gpuarrays"}
+    backend = EntryPoint("gpuarrays", points["dask.array.backends"]["gpuarrays"],
+                         "dask.array.backends").load()()  # as CreationDispatch.dispatch does
+    assert isinstance(backend, da.backends.ArrayBackendEntrypoint)
+    assert type(backend.ones((3,), chunks=2)._meta) is ga.GPUArray
+    registrar = EntryPoint("gpuarrays", points["dask.sizeof"]["gpuarrays"], "dask.sizeof").load()
+    sizeof = Dispatch("sizeof")
+    registrar(sizeof)  # as dask.sizeof does at import
+    assert sizeof(ga.empty((4, 5), "f4")) == 80
     assert {"dask[array]>=2024.12", "distributed>=2024.12"} <= set(
         project["optional-dependencies"]["dask"])
+    assert set(project["optional-dependencies"]["dask"]) <= set(
+        project["optional-dependencies"]["test"])
 
 
 def test_register_is_idempotent_and_sizeof_is_nbytes(device):
@@ -227,14 +237,7 @@ def test_to_backend_numpy_and_back(device, values):
 # the gpuarrays backend ----------------------------------------------------------------------
 @pytest.fixture
 def backend():
-    """``array.backend = "gpuarrays"``; registered by hand when the package's entry points are
-    not installed (a checkout run with PYTHONPATH=src), as Dask would load it otherwise."""
-    from dask.array.backends import array_creation_dispatch
-
-    try:
-        array_creation_dispatch.dispatch("gpuarrays")
-    except ValueError:
-        array_creation_dispatch.register_backend("gpuarrays", gd.GPUArraysBackend())
+    """``array.backend = "gpuarrays"`` (importing gpuarrays.interop.dask registered it)."""
     with dask.config.set({"array.backend": "gpuarrays"}):
         yield
 

@@ -118,17 +118,7 @@ def test_chunks_move_between_workers(client, workers):
     assert back_to(client, baseline) == baseline
 
 
-@pytest.fixture(scope="module")
-def backend():
-    from dask.array.backends import array_creation_dispatch
-
-    try:
-        array_creation_dispatch.dispatch("gpuarrays")
-    except ValueError:  # a checkout without the installed entry points
-        array_creation_dispatch.register_backend("gpuarrays", gd.GPUArraysBackend())
-
-
-def test_the_gpuarrays_backend_on_the_workers(client, backend):
+def test_the_gpuarrays_backend_on_the_workers(client):
     with dask.config.set({"array.backend": "gpuarrays"}):
         x = da.ones((40, 30), chunks=(10, 15)) + da.arange(30, chunks=15)
         r = da.random.default_rng(5).standard_normal((40, 30), chunks=(10, 15))
@@ -138,7 +128,7 @@ def test_the_gpuarrays_backend_on_the_workers(client, backend):
     np.testing.assert_array_equal(a.result().get(), b.result().get())
 
 
-def test_a_small_memory_limit_runs_the_ladder_and_completes(client, backend):
+def test_a_small_memory_limit_runs_the_ladder_and_completes(client):
     """6 MiB per worker and an allocation cache: the cache keeps one buffer per chunk size, so
     the worker passes its limit and the ladder gives the cache's unused buffers back."""
     baseline = used(client)

@@ -207,7 +207,7 @@ def deserialize(header: dict, frames: list) -> GPUArray:
 
 
 # registration ----------------------------------------------------------------------------
-_lock = threading.Lock()
+_lock = threading.RLock()  # the backend's constructor calls register() inside register()
 _registered: list[bool] = []
 
 
@@ -215,7 +215,8 @@ def register() -> None:
     """Register gpuarrays with Dask (and ``distributed`` when installed); idempotent.
 
     Importing this module calls it; :class:`GPUArraysWorker` and the ``dask.sizeof`` entry
-    point make sure worker processes do too.
+    point make sure worker processes do too.  It also registers :class:`GPUArraysBackend`
+    as the ``gpuarrays`` array backend (the entry point does the same where installed).
     """
     with _lock:
         if _registered:
@@ -240,6 +241,12 @@ def register() -> None:
             dask_serialize.register(GPUArray)(serialize)
             dask_deserialize.register(GPUArray)(deserialize)
         _registered.append(True)
+        # The backend is also the "dask.array.backends" entry point; registering it here
+        # makes array.backend = "gpuarrays" work where the entry points are not installed
+        # (a source checkout on PYTHONPATH).
+        from dask.array.backends import array_creation_dispatch
+
+        array_creation_dispatch.register_backend("gpuarrays", GPUArraysBackend())
 
 
 # the "gpuarrays" array backend -------------------------------------------------------------
