@@ -11,7 +11,6 @@ import os
 import pickle
 import subprocess
 import sys
-import tomllib
 from functools import partial
 from pathlib import Path
 
@@ -75,6 +74,7 @@ def test_entry_points_name_what_the_module_offers():
 
     from dask.utils import Dispatch
 
+    tomllib = pytest.importorskip("tomllib", reason="Python 3.10 has no tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     points = project["entry-points"]
     assert set(points["dask.array.backends"]) == set(points["dask.sizeof"]) == {"gpuarrays"}

@@ -36,7 +36,6 @@ from functools import partial
 import numpy as np
 
 try:
-    import dask
     import dask.array as da
 except ImportError as e:  # pragma: no cover - the extra is installed in the test venv
     raise ImportError("gpuarrays.interop.dask needs Dask: pip install 'gpuarrays[dask]' "
