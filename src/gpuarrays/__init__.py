@@ -10,28 +10,10 @@ import sys
 
 from . import random as random  # the public subpackage gpuarrays.random (docs/random.md)
 from ._array.array import GPUArray
-from ._array.creation import (
-    arange,
-    array,
-    asarray,
-    empty,
-    empty_like,
-    full,
-    full_like,
-    ones,
-    ones_like,
-    to_numpy,
-    zeros,
-    zeros_like,
-)
-from ._array.dlpack import from_dlpack
+from ._array.creation import array, asarray, empty, to_numpy
 from ._array.functions import (
-    broadcast_to,
     copyto,
-    expand_dims,
     may_share_memory,
-    moveaxis,
-    reshape,
     shares_memory,
     unsafe_free,
 )
@@ -81,6 +63,50 @@ from ._memory.stats import (
 from ._memory.storage import Storage
 from .backends.base import PointerInfo
 
+# --- creation and manipulation (docs/manipulation.md): these replace the array layer's
+# creation functions and reshape/broadcast_to/moveaxis/expand_dims with the standard's
+# signatures and per-device default dtypes ---
+from ._compute.creation import (  # noqa: E402
+    arange,
+    empty_like,
+    eye,
+    from_dlpack,
+    full,
+    full_like,
+    linspace,
+    meshgrid,
+    ones,
+    ones_like,
+    tril,
+    triu,
+    zeros,
+    zeros_like,
+)
+from ._compute.manipulation import (  # noqa: E402
+    broadcast_arrays,
+    broadcast_shapes,
+    broadcast_to,
+    concat,
+    concatenate,
+    expand_dims,
+    flip,
+    moveaxis,
+    permute_dims,
+    repeat,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    tile,
+    transpose,
+    unstack,
+)
+
+_MANIPULATION = ["eye", "linspace", "meshgrid", "tril", "triu", "broadcast_arrays", "broadcast_shapes", "concat", "concatenate", "flip",
+                 "permute_dims", "repeat", "roll", "squeeze", "stack", "tile", "transpose",
+                 "unstack"]
+# --- end creation and manipulation ---
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -102,6 +128,7 @@ __all__ += [n for n in _compute_names if not n.startswith("_") and n != "install
 # reductions, statistics, scans and searching (docs/reductions.md)
 __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
             "cumulative_prod", "all", "any", "diff", "argmax", "argmin", "count_nonzero"]
+__all__ += _MANIPULATION  # creation and manipulation (docs/manipulation.md)
 
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 

@@ -20,7 +20,8 @@ _float64 = np.dtype(np.float64)
 
 empty = _core.empty  # compiled: see its docstring (the allocation hot path)
 _core.configure(device_var=_current, default_devices=_default, get_device=get_device,
-                device_type=Device, normalize_shape=normalize_shape, float64=_float64)
+                device_type=Device, normalize_shape=normalize_shape,
+                float64=None)  # dtype omitted: the device's default (Device._accepts[None])
 
 
 def full(shape, fill_value, dtype=None, *, device=None, kind: str = "device") -> GPUArray:

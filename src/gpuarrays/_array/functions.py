@@ -1,4 +1,4 @@
-"""Free functions over arrays: derived views, copies and memory-overlap questions."""
+"""Free functions over arrays: copies and memory-overlap questions."""
 
 from __future__ import annotations
 
@@ -9,37 +9,16 @@ from . import transfer
 from .array import GPUArray
 from .layout import FAKE_BASE, engine
 
-__all__ = ["reshape", "broadcast_to", "moveaxis", "expand_dims", "copyto", "shares_memory",
-           "may_share_memory", "unsafe_free"]
+__all__ = ["copyto", "shares_memory", "may_share_memory", "unsafe_free"]
+
+# reshape, broadcast_to, moveaxis and expand_dims moved to _compute/manipulation.py with the
+# rest of the standard's manipulation functions (docs/manipulation.md).
 
 
 def _check(a: object, name: str) -> GPUArray:
     if not isinstance(a, GPUArray):
         raise TypeError(f"{name} expects a GPUArray, got {type(a).__name__}")
     return a
-
-
-def reshape(a: GPUArray, shape, *, order: str = "C", copy: bool | None = None) -> GPUArray:
-    """``a.reshape(shape)``: a view when NumPy would give one, else a copy."""
-    return _check(a, "reshape").reshape(shape, order=order, copy=copy)
-
-
-def broadcast_to(a: GPUArray, shape) -> GPUArray:
-    """A read-only view with zero strides where ``a`` is repeated (as NumPy)."""
-    a = _check(a, "broadcast_to")
-    return a._from_engine(np.broadcast_to(a._engine(), shape))
-
-
-def moveaxis(a: GPUArray, source, destination) -> GPUArray:
-    """A view with axes moved from ``source`` to ``destination`` (as NumPy)."""
-    a = _check(a, "moveaxis")
-    return a._from_engine(np.moveaxis(a._engine(), source, destination))
-
-
-def expand_dims(a: GPUArray, axis) -> GPUArray:
-    """A view with a new axis of length 1 at ``axis`` (as NumPy)."""
-    a = _check(a, "expand_dims")
-    return a._from_engine(np.expand_dims(a._engine(), axis))
 
 
 def copyto(dst: GPUArray, src) -> None:

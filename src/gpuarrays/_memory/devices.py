@@ -58,6 +58,9 @@ class Device:
         # dtype arguments (np.float32, "f4", dtype objects) already checked for this device,
         # and the checked dtypes themselves
         self._accepts: dict[object, np.dtype] = {}
+        # dtype=None is the device's default floating type: float32 without float64
+        # (creation functions, docs/manipulation.md); ga.empty's compiled path looks it up here
+        self._accepts[None] = np.dtype(np.float64 if info.float64 else np.float32)
         self._str = f"{backend}:{index}"
         self.memory = MemoryManager(self)
         self.gate = UsageGate()  # transfers hold it shared, a reset exclusively

@@ -1,0 +1,333 @@
+"""The standard's creation functions, with its signatures and per-device default dtypes.
+
+``dtype=None`` means the device's default (``__array_namespace_info__().default_dtypes``):
+float64 for real floating values, or float32 on a device without float64 (complex128 /
+complex64 likewise); int64 for integers; bool for bools.  ``ga.empty`` is the compiled
+allocation path of the array layer (its ``dtype=None`` is the device's default floating
+type too).  Every function also takes gpuarrays' ``kind=`` (``"device"``, ``"host"``,
+``"unified"``).
+
+``arange`` and ``linspace`` compute their values from the Python scalars on the host and
+upload them (nothing is read from the device); ``eye``, ``tril`` and ``triu`` run
+index-aware kernels on device back-ends (``device/indexed.py``) and NumPy on views of the
+raw memory on ``cpu``; ``meshgrid`` copies broadcast views with the device's copy
+kernels (docs/manipulation.md).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .._array import dlpack as _dlpack
+from .._array import transfer
+from .._array.creation import empty
+from .._array.make import ArrayBase, new_array
+from .._array.transfer import copy_raw
+from .._memory.devices import get_device
+from .promotion import check_scalar
+
+__all__ = ["arange", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
+           "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like"]
+
+_BOOL, _I8 = np.dtype(bool), np.dtype(np.int64)
+
+
+def _default_float(dev) -> np.dtype:
+    return np.dtype(np.float64 if dev.info.float64 else np.float32)
+
+
+def _default_complex(dev) -> np.dtype:
+    return np.dtype(np.complex128 if dev.info.float64 else np.complex64)
+
+
+def _scalar_dtype(value, dev) -> np.dtype:
+    """The default dtype of a fill value on ``dev`` (Python scalars; NumPy values keep theirs
+    except that float64/complex128 become the device's default on a device without them)."""
+    if isinstance(value, (bool, np.bool_)):
+        return _BOOL
+    if type(value) is int:
+        return _I8
+    if type(value) is float:
+        return _default_float(dev)
+    if type(value) is complex:
+        return _default_complex(dev)
+    try:
+        dt = np.asarray(value).dtype
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"fill_value must be a bool, int, float or complex, got "
+                        f"{type(value).__name__}") from e
+    if dt.kind not in "biufc":
+        raise TypeError(f"fill_value must be a bool, int, float or complex, got {value!r}")
+    if not dev.info.float64 and dt.kind in "fc" and dt.itemsize == (8 if dt.kind == "f" else 16):
+        return _default_float(dev) if dt.kind == "f" else _default_complex(dev)
+    return dt
+
+
+def _check_fill(value, dt: np.dtype) -> None:
+    """Refuse what NumPy refuses before anything is allocated (int out of range)."""
+    check_scalar(value, dt)
+    if isinstance(value, ArrayBase):
+        raise TypeError("fill_value must be a Python scalar, not a gpuarrays array; "
+                        "use ga.broadcast_to(x, shape) and copy it")
+
+
+def _filled(shape, value, dt, dev, kind):
+    a = empty(shape, dt, device=dev, kind=kind)
+    try:
+        transfer.assign(a, value)
+    except BaseException:
+        a.free()
+        raise
+    return a
+
+
+def full(shape, fill_value, dtype=None, *, device=None, kind="device"):
+    """A new array of ``shape`` filled with ``fill_value`` (``dtype=None``: bool, int64, or
+    the device's default floating/complex type, after the value's Python type)."""
+    dev = get_device(device)
+    dt = _scalar_dtype(fill_value, dev) if dtype is None else dev.dtype_of(dtype)
+    _check_fill(fill_value, dt)
+    return _filled(shape, fill_value, dt, dev, kind)
+
+
+def zeros(shape, dtype=None, *, device=None, kind="device"):
+    """A new array of zeros (``dtype=None``: the device's default floating type)."""
+    dev = get_device(device)
+    return _filled(shape, 0, dev.dtype_of(dtype), dev, kind)
+
+
+def ones(shape, dtype=None, *, device=None, kind="device"):
+    """A new array of ones (``dtype=None``: the device's default floating type)."""
+    dev = get_device(device)
+    return _filled(shape, 1, dev.dtype_of(dtype), dev, kind)
+
+
+def _like(name: str, x, dtype, device, kind, shape):
+    if not isinstance(x, ArrayBase):
+        raise TypeError(f"{name}() takes a gpuarrays array, got {type(x).__name__}")
+    dev = x._storage.device if device is None else get_device(device)
+    dt = x._dtype if dtype is None else dev.dtype_of(dtype)
+    return (x._shape if shape is None else shape, dt, dev,
+            x._storage.kind if kind is None else kind)
+
+
+def empty_like(x, /, *, dtype=None, device=None, kind=None, shape=None):
+    """Like :func:`empty`: dtype, device, kind and shape default to ``x``'s."""
+    shape, dt, dev, kind = _like("empty_like", x, dtype, device, kind, shape)
+    return empty(shape, dt, device=dev, kind=kind)
+
+
+def zeros_like(x, /, *, dtype=None, device=None, kind=None, shape=None):
+    """Like :func:`zeros`: dtype, device, kind and shape default to ``x``'s."""
+    shape, dt, dev, kind = _like("zeros_like", x, dtype, device, kind, shape)
+    return _filled(shape, 0, dt, dev, kind)
+
+
+def ones_like(x, /, *, dtype=None, device=None, kind=None, shape=None):
+    """Like :func:`ones`: dtype, device, kind and shape default to ``x``'s."""
+    shape, dt, dev, kind = _like("ones_like", x, dtype, device, kind, shape)
+    return _filled(shape, 1, dt, dev, kind)
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None, kind=None, shape=None):
+    """Like :func:`full`: dtype, device, kind and shape default to ``x``'s."""
+    shape, dt, dev, kind = _like("full_like", x, dtype, device, kind, shape)
+    _check_fill(fill_value, dt)
+    return _filled(shape, fill_value, dt, dev, kind)
+
+
+def _upload(host: np.ndarray, dev, kind):
+    a = new_array(host.shape, host.dtype, dev, kind)
+    try:
+        transfer.assign(a, host)
+    except BaseException:
+        a.free()
+        raise
+    return a
+
+
+def _number(name: str, what: str, v):
+    if isinstance(v, ArrayBase) or not isinstance(v, (int, float, complex, np.number,
+                                                      np.bool_)):
+        raise TypeError(f"{name}(): {what} must be a Python number, got {type(v).__name__}")
+    return v
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None, kind="device"):
+    """Values from ``start`` (inclusive) to ``stop`` (exclusive) spaced by ``step``; one
+    argument means ``arange(0, start)``.  ``dtype=None``: int64 for ints, else the device's
+    default floating type.  ``ValueError`` for a zero step."""
+    for what, v in (("start", start), ("stop", stop), ("step", step)):
+        if v is not None or what != "stop":
+            _number("arange", what, v)
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange(): step must not be zero")
+    dev = get_device(device)
+    if dtype is None:
+        ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                   for v in (start, stop, step))
+        dt = _I8 if ints else _default_float(dev)
+    else:
+        dt = dev.dtype_of(dtype)
+    return _upload(np.arange(start, stop, step, dtype=dt), dev, kind)
+
+
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, kind="device"):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (included when
+    ``endpoint``).  ``dtype=None``: the device's default floating type, or its default
+    complex type when ``start`` or ``stop`` is complex.  ``ValueError`` for ``num < 0``."""
+    _number("linspace", "start", start)
+    _number("linspace", "stop", stop)
+    try:
+        num = operator.index(num)
+    except TypeError:
+        raise TypeError(f"linspace(): num must be an int, got {num!r}") from None
+    if num < 0:
+        raise ValueError(f"linspace(): num must be >= 0, got {num}")
+    dev = get_device(device)
+    if dtype is None:
+        cplx = isinstance(start, (complex, np.complexfloating)) or isinstance(
+            stop, (complex, np.complexfloating))
+        dt = _default_complex(dev) if cplx else _default_float(dev)
+    else:
+        dt = dev.dtype_of(dtype)
+    wide = np.complex128 if dt.kind == "c" else np.float64
+    host = np.linspace(start, stop, num, endpoint=endpoint, dtype=wide)
+    return _upload(host.astype(dt), dev, kind)
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """A gpuarrays array from a DLPack producer: zero-copy when its memory is on one of our
+    devices and no other ``device`` is asked for (see ``ga.asarray`` and docs/design.md)."""
+    return _dlpack.from_dlpack(x, device=device, copy=copy)
+
+
+def meshgrid(*arrays, indexing="xy"):
+    """Coordinate matrices from 1-d arrays, as a tuple of new arrays (NumPy's default
+    ``copy=True``); ``indexing="xy"`` swaps the first two axes of the result."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid(): indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = []
+    for a in arrays:
+        if not isinstance(a, ArrayBase):
+            raise TypeError(f"meshgrid() takes gpuarrays arrays, got {type(a).__name__}")
+        a._live()
+        if a.ndim != 1:
+            raise ValueError(f"meshgrid() takes 1-d arrays, got shape {a._shape}")
+        if a._storage.device != arrays[0]._storage.device:
+            raise ValueError(f"meshgrid(): arrays on different devices "
+                             f"({arrays[0]._storage.device} and {a._storage.device})")
+        xs.append(a)
+    n = len(xs)
+    shape = [a._shape[0] for a in xs]
+    axis_of = list(range(n))
+    if indexing == "xy" and n >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+        axis_of[0], axis_of[1] = 1, 0
+    out = []
+    try:
+        for a, ax in zip(xs, axis_of, strict=True):
+            strides = [0] * n
+            strides[ax] = a._strides[0]
+            r = new_array(tuple(shape), a._dtype, a._storage.device, a._storage.kind)
+            out.append(r)
+            if 0 not in shape:
+                with a._derive(tuple(shape), tuple(strides), a._offset, a._dtype,
+                               False) as src:
+                    copy_raw(r, src)
+    except BaseException:
+        for r in out:
+            r.free()
+        raise
+    return tuple(out)
+
+
+def _int(name: str, what: str, v) -> int:
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name}(): {what} must be an int, got {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name}(): {what} must be an int, got {v!r}") from None
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, kind="device"):
+    """A new ``n_rows`` x ``n_cols`` array with ones on the ``k``-th diagonal and zeros
+    elsewhere (``dtype=None``: the device's default floating type)."""
+    n_rows = _int("eye", "n_rows", n_rows)
+    n_cols = n_rows if n_cols is None else _int("eye", "n_cols", n_cols)
+    k = _int("eye", "k", k)
+    if n_rows < 0 or n_cols < 0:
+        raise ValueError(f"eye(): n_rows and n_cols must be >= 0, got {n_rows} and {n_cols}")
+    dev = get_device(device)
+    dt = dev.dtype_of(dtype)
+    out = empty((n_rows, n_cols), dt, device=dev, kind=kind)
+    try:
+        _matrix("eye", out, None, k)
+    except BaseException:
+        out.free()
+        raise
+    return out
+
+
+def _tri(name: str, x, k):
+    if not isinstance(x, ArrayBase):
+        raise TypeError(f"{name}() takes a gpuarrays array, got {type(x).__name__}")
+    x._live()
+    if x.ndim < 2:
+        raise ValueError(f"{name}() needs an array with at least 2 dimensions, got shape "
+                         f"{x._shape}")
+    k = _int(name, "k", k)
+    out = new_array(x._shape, x._dtype, x._storage.device, x._storage.kind)
+    try:
+        _matrix(name, out, x, k)
+    except BaseException:
+        out.free()
+        raise
+    return out
+
+
+def tril(x, /, *, k=0):
+    """A new array: ``x`` on and below the ``k``-th diagonal of its last two axes, zero
+    above (``ValueError`` for fewer than 2 dimensions)."""
+    return _tri("tril", x, k)
+
+
+def triu(x, /, *, k=0):
+    """A new array: ``x`` on and above the ``k``-th diagonal of its last two axes, zero
+    below (``ValueError`` for fewer than 2 dimensions)."""
+    return _tri("triu", x, k)
+
+
+def _matrix(op: str, out, x, k: int) -> None:
+    if out.size == 0:
+        return
+    dev = out._storage.device
+    R, C = out._shape[-2], out._shape[-1]
+    # clamp k: a diagonal beyond the matrix keeps all or nothing, and fits 64 bits
+    k = max(-R - 1, min(C + 1, k))
+    if dev.backend == "cpu":
+        from .cpu_engine import view
+
+        mask = np.tri(R, C, k - 1 if op == "triu" else k, dtype=bool)
+        if op == "triu":
+            mask = ~mask
+        elif op == "eye":
+            mask = np.eye(R, C, k, dtype=bool)
+        with dev.gate:
+            z = view(out)
+            z[...] = 0
+            if x is None:
+                np.copyto(z, 1, where=mask, casting="unsafe")
+            else:
+                np.copyto(z, view(x), where=mask)
+        return
+    from .device import indexed
+
+    with dev.gate:
+        indexed.matrix(op, out, x, k)
+
