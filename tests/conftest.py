@@ -16,6 +16,10 @@ import pytest
 
 import gpuarrays as ga
 
+# clients (tests/test_clients.py): SciPy reads SCIPY_ARRAY_API when it is imported, and
+# scikit-learn's array_api_dispatch needs it; set here, before any test module imports SciPy.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
 # GPUARRAYS_TEST_BACKENDS=cpu (a comma-separated list) keeps the device suite to those
 # back-ends: the sanitizer step (.ci/sanitize) runs on cpu:0 only.
 _BACKENDS = [b for b in os.environ.get("GPUARRAYS_TEST_BACKENDS", "").split(",") if b]

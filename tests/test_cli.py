@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import gpuarrays as ga
-from gpuarrays.cli import bench, demo
+from gpuarrays.cli import bench, demo, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -67,15 +67,22 @@ def test_no_subcommand_is_a_usage_error():
 
 # demo --------------------------------------------------------------------------------
 
-def test_demo_writes_a_png_timeline_of_both_runs(tmp_path):
+@pytest.mark.parametrize("spec", [d for d in ("cpu:0", "opencl:0")
+                                  if d in {str(x) for x in ga.devices()}])
+def test_demo_computes_checks_and_writes_a_png_timeline(tmp_path, spec):
+    """``gpuarrays demo`` as a user runs it, on cpu and opencl: k-means checked against
+    NumPy, both runs side by side, the picture written."""
     png = tmp_path / "timeline.png"
-    proc = run_cli("demo", "--iterations", "3", "--plot", str(png))
+    proc = run_cli("demo", "--device", spec, "--iterations", "3", "--repeats", "3",
+                   "--plot", str(png), timeout=300)
     assert_clean(proc)
     out = proc.stdout
+    assert f"gpuarrays demo on {spec}" in out and "k-means" in out
     assert "without cache" in out and "with cache" in out
-    for row in ("wall time", "allocations", "cache hits", "peak memory", "matches NumPy"):
+    for row in ("median time", "time range", "allocations", "platform allocations",
+                "cache hits", "peak memory", "matches NumPy"):
         assert row in out
-    assert "NO" not in out.split("matches NumPy")[1].splitlines()[0]
+    assert out.split("matches NumPy")[1].splitlines()[0].split() == ["yes", "yes"]
     assert out.count("With the cache:") == 1
     assert f"memory timeline written to {png}" in out
     assert png.read_bytes()[:8] == PNG_MAGIC
@@ -86,6 +93,9 @@ def test_demo_rejects_bad_iterations():
     proc = run_cli("demo", "--iterations", "0")
     assert proc.returncode == 2
     assert "--iterations must be at least 1" in proc.stderr
+    proc = run_cli("demo", "--repeats", "0")
+    assert proc.returncode == 2
+    assert "--repeats must be at least 1" in proc.stderr
 
 
 def test_demo_unknown_device_names_the_available_ones():
@@ -94,17 +104,44 @@ def test_demo_unknown_device_names_the_available_ones():
     assert "cpu:0" in proc.stderr
 
 
-def test_demo_workload_matches_numpy_and_counts_cache_hits(device):
+def test_demo_kmeans_matches_numpy_and_the_cache_stops_allocating(device):
+    """In-process: the k-means job is right on every device; inside a cache it allocates
+    the same few buffers however many batches run, and gives every byte back."""
+    stream = demo.make_stream(3, points=256)
+    want, inertia = demo.numpy_kmeans(stream, 4)
+    before = ga.memory_stats(device)["used_bytes"]
+    plain = demo.run_kmeans(stream, 4, device)
+    np.testing.assert_allclose(plain.centres, want, rtol=1e-4, atol=1e-4)
+    assert plain.inertia == pytest.approx(inertia, rel=1e-4)
+    per_batch = plain.allocations // 4
+    assert per_batch >= 15 and plain.allocations == 4 * per_batch and plain.cache_hits == 0
+    counts = []
+    for batches in (2, 4):
+        cache = ga.AllocCache()
+        r = demo.run_kmeans(stream, batches, device, cache)
+        counts.append(r.allocations)
+        assert r.cache_hits == batches * per_batch - r.allocations
+        cache.free()
+    np.testing.assert_allclose(r.centres, want, rtol=1e-4, atol=1e-4)
+    assert counts[0] == counts[1] < 2 * per_batch  # the first batch or two only
+    assert ga.memory_stats(device)["used_bytes"] == before
+    line = demo.conclusion(plain, r, [1.0, 1.1, 1.2], [0.5, 0.6, 0.7])
+    assert line.startswith("With the cache:") and "faster (every repeat)" in line
+    assert "no speed claim" in demo.conclusion(plain, r, [1.0, 1.1, 1.2], [1.05, 1.0, 1.3])
+    assert "no speed claim" in demo.conclusion(plain, r, [1.0], [0.5])
+
+
+def test_pipeline_matches_numpy_and_counts_cache_hits(device):
     """In-process: the pipeline is right on every device, and the cache turns every
     allocation after the first iteration into a hit."""
-    batches = demo.make_batches(2, shape=(4, 24, 20, 3))
-    out = demo.pipeline_step(batches[1], device)
-    np.testing.assert_array_equal(out, demo.numpy_step(batches[1], device))
+    batches = pipeline.make_batches(2, shape=(4, 24, 20, 3))
+    out = pipeline.pipeline_step(batches[1], device)
+    np.testing.assert_array_equal(out, pipeline.numpy_step(batches[1], device))
 
     cache = ga.AllocCache()
     before = ga.memory_stats(device)["used_bytes"]
-    plain = demo.run_workload(3, device, None, batches)
-    withc = demo.run_workload(3, device, cache, batches)
+    plain = pipeline.run_workload(3, device, None, batches)
+    withc = pipeline.run_workload(3, device, cache, batches)
     assert plain.correct and withc.correct and plain.checksum == withc.checksum
     per_iteration = plain.allocations // 3
     assert per_iteration >= 6 and plain.allocations == 3 * per_iteration
@@ -114,19 +151,19 @@ def test_demo_workload_matches_numpy_and_counts_cache_hits(device):
     assert cache.n_busy == 0 and cache.n_free == per_iteration
     cache.free()
     assert ga.memory_stats(device)["used_bytes"] == before
-    line = demo.conclusion(plain, withc)
+    line = pipeline.conclusion(plain, withc)
     assert line.startswith("With the cache:") and "cache hits" in line
 
 
-def test_demo_buffer_names_cover_every_allocation(device):
+def test_pipeline_buffer_names_cover_every_allocation(device):
     """The timeline names its bands after the pipeline's buffers: every block size the
     pipeline allocates has a name."""
     shape = (4, 24, 20, 3)
-    batches = demo.make_batches(1, shape=shape)
-    names = demo.buffer_names(device, shape)
+    batches = pipeline.make_batches(1, shape=shape)
+    names = pipeline.buffer_names(device, shape)
     ga.memory_history.start(stacks=False)
     try:
-        demo.pipeline_step(batches[0], device)
+        pipeline.pipeline_step(batches[0], device)
     finally:
         ga.memory_history.stop()
     sizes = {e["size"] for e in ga.memory_history.snapshot()["events"]

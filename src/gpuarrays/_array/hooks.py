@@ -31,10 +31,13 @@ class Hooks:
     - ``inplace(name, a, b)``: ``a <op>= b`` into ``a``'s storage, returns ``a``;
     - ``unary(name, a)``: ``-a``, ``+a``, ``~a``, ``abs(a)``;
     - ``ufunc(a, ufunc, method, *inputs, **kwargs)``: NumPy's ``__array_ufunc__``;
-    - ``namespace(api_version)``: the module ``__array_namespace__`` returns.
+    - ``namespace(api_version)``: the module ``__array_namespace__`` returns;
+    - ``function(a, func, types, args, kwargs)``: NumPy's ``__array_function__``;
+    - ``method(name, a, args, kwargs)``: ``a.sum(...)`` and the other NumPy-style methods.
     """
 
-    __slots__ = ("binary", "reflected", "inplace", "unary", "ufunc", "namespace")
+    __slots__ = ("binary", "reflected", "inplace", "unary", "ufunc", "namespace",
+                 "function", "method")
 
     def __init__(self) -> None:
         for slot in self.__slots__:

@@ -14,6 +14,7 @@ import numpy as np
 
 from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
+from . import numpy_protocol
 from .dispatch import apply
 from .promotion import SCALAR_TYPES
 from .statistical import reduce_ufunc
@@ -114,3 +115,4 @@ def install(module) -> None:
     HOOKS.unary = unary
     HOOKS.ufunc = array_ufunc
     HOOKS.namespace = namespace
+    numpy_protocol.install()  # __array_function__, the NumPy-style methods, np.matmul

@@ -20,7 +20,7 @@ Groups:
   PyTorch doing the same;
 * ``copy``     -- host-to-device (``ga.asarray``) and device-to-host
   (``a.get(out=...)``) throughput vs a NumPy copy;
-* ``workload`` -- the pipeline of ``gpuarrays demo`` without and with a cache;
+* ``workload`` -- a data-movement pipeline (``cli/pipeline.py``) without and with a cache;
 * ``random``   -- ``random`` and ``standard_normal`` of 16 M float32 vs NumPy's
   ``default_rng`` and PyTorch CPU (vs a one-item-per-work-item write kernel on
   device back-ends: docs/random.md, "Speed");
@@ -472,7 +472,7 @@ def _bench_copy(dev, settings, libs, rows, targets) -> None:
 
 
 def _bench_workload(dev, settings, libs, rows, targets) -> None:
-    from .demo import make_batches, pipeline_step, run_workload
+    from .pipeline import make_batches, pipeline_step, run_workload
 
     batches = make_batches(min(settings.workload_iterations, 4))
     pipeline_step(batches[0], dev)  # warm-up: kernels, pool

@@ -89,10 +89,11 @@ def add_commands(subparsers) -> None:
     from . import bench, demo
 
     p = subparsers.add_parser(
-        "demo", help="a batch pipeline without and with an allocation cache, side by side",
-        description="Run a realistic batch pipeline on a device twice, without and with an "
-                    "allocation cache, and print time, allocations, cache hits and peak memory "
-                    "side by side.")
+        "demo", help="k-means over a stream of batches without and with an allocation cache",
+        description="Run mini-batch k-means over a stream of batches on a device, without and "
+                    "with an allocation cache, check it against NumPy, and print the median "
+                    "time, allocations, platform allocations, cache hits and peak memory side "
+                    "by side.")
     demo.add_arguments(p)
     p.set_defaults(func=_demo)
 

@@ -1,30 +1,35 @@
-"""``gpuarrays demo``: a memory-heavy batch pipeline, without and with an allocation cache.
+"""``gpuarrays demo``: mini-batch k-means over a stream of batches, without and with an
+allocation cache.
 
-The workload is what a data-loading stage of a training or inference loop does
-with device memory, written with nothing but gpuarrays:
+The workload is what an online clustering job does with a device: batches of
+points arrive from the host, and each one moves the cluster centres
+(Sculley's mini-batch k-means, a per-centre learning rate of one over the
+points it has seen).  One step, written with nothing but the array API
+(:func:`kmeans_step`, which also runs on NumPy -- the oracle):
 
-* a batch of images arrives from the host as ``uint8`` in NHWC layout (NumPy);
-* it is uploaded (``ga.asarray``), viewed channels-first (``transpose``),
-  converted to float32 (``astype``), cropped (a strided view), copied into a
-  work buffer through the strided view, flipped (negative strides) and
-  down-sampled into a second buffer (step-2 slices), flattened (``reshape``),
-  reinterpreted as raw bytes (``view``) and packed behind a small header into a
-  message buffer, which is copied back to the host (``.get()``).
+* squared distances of every point to every centre (broadcasting, ``sum``);
+* each point's nearest centre (``argmin``) and the batch's inertia (``min``, ``sum``);
+* a one-hot assignment (``==`` against ``arange``, ``astype``), the points and
+  their sum per centre (``sum`` over a broadcast product);
+* the centre update (``maximum``, divide, add).
 
-Every iteration allocates the same few buffers.  Without a cache each of them
-is an allocation from the device pool; inside ``ga.cached(cache)`` the cache
-hands the same buffers back on every iteration (cache hits, not allocations).
-The demo runs the loop both ways and prints time, allocations, cache hits and
-peak memory side by side; with ``--plot`` it records ``ga.memory_history``
-during both runs and draws one memory timeline.
-
-The pipeline is also the iterative workload of ``gpuarrays bench``
-(:func:`run_workload`).
+Every step allocates the same twenty-odd temporaries.  Without a cache each is
+an allocation from the device pool; inside ``ga.cached(cache)`` the cache hands
+the same buffers back on every step.  The demo runs the stream both ways
+(``--repeats`` times each, alternating), checks the final centres and inertia
+against NumPy running the same code, and prints the median time, the time
+range, allocations, platform allocations, peak memory and cache hits side by
+side.  Its verdict rests on the allocation counts and the peak; it claims a
+speed difference only when the repeats of the two runs do not overlap.  With
+``--plot`` it records ``ga.memory_history`` during one repeat of each and
+draws the memory timeline.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import statistics
 import sys
 import time
 from typing import TextIO
@@ -33,228 +38,188 @@ import numpy as np
 
 import gpuarrays as ga
 
-__all__ = ["Batch", "RunResult", "pipeline_step", "numpy_step", "run_workload", "run_demo",
-           "main"]
+from .pipeline import Progress
 
-# Shape of one host batch: (images, height, width, channels), uint8, NHWC.
-BATCH_SHAPE = (64, 128, 128, 3)
-CROP = 8  # pixels cropped from every border
-HEADER = 8  # bytes of header in front of every packed image
+__all__ = ["KMeansResult", "make_stream", "kmeans_step", "run_kmeans", "numpy_kmeans",
+           "run_demo", "conclusion", "buffer_names", "main"]
 
-
-@dataclasses.dataclass(frozen=True)
-class Batch:
-    """One host batch and its sequence number."""
-
-    index: int
-    images: np.ndarray  # uint8 (N, H, W, C)
+POINTS = 4096   # points per batch
+DIM = 16        # features per point
+K = 8           # clusters
+DTYPE = np.float32
 
 
-def make_batches(count: int, shape: tuple[int, ...] = BATCH_SHAPE, seed: int = 0) -> list[Batch]:
-    """``count`` deterministic host batches (made before timing starts)."""
+def make_stream(count: int, points: int = POINTS, dim: int = DIM, k: int = K,
+                seed: int = 0) -> list[np.ndarray]:
+    """``count`` host batches of ``points`` float32 points around ``k`` well-separated
+    centres (made before timing starts)."""
     rng = np.random.default_rng(seed)
-    return [Batch(i, rng.integers(0, 256, size=shape, dtype=np.uint8)) for i in range(count)]
+    centres = rng.normal(scale=8.0, size=(k, dim))
+    out = []
+    for _ in range(count):
+        which = rng.integers(0, k, points)
+        out.append((centres[which] + rng.normal(size=(points, dim))).astype(DTYPE))
+    return out
 
 
-def _feature_dtype(device: ga.Device) -> np.dtype:
-    return np.dtype(np.float16 if device.supports(np.float16) else np.float32)
+def kmeans_step(xp, x, centres, counts, ks):
+    """One mini-batch k-means step with the array API namespace ``xp``.
 
-
-def pipeline_step(batch: Batch, device: ga.Device) -> np.ndarray:
-    """Run one batch through the device pipeline; returns the packed messages (uint8).
-
-    Every device array here is a temporary: it dies when the function returns,
-    so an allocation cache needs one buffer per allocation site.
+    ``x``: (n, d) points; ``centres``: (k, d); ``counts``: (k,) points seen per centre;
+    ``ks``: ``arange(k)``.  Returns the new centres, the new counts and the batch's
+    inertia (a 0-d array: nothing reaches the host).
     """
-    n, h, w, c = batch.images.shape
-    raw = ga.asarray(batch.images, device=device)          # upload: uint8 NHWC
-    chw = raw.transpose(0, 3, 1, 2)                        # view: channels first
-    x = chw.astype(np.float32)                             # convert: new C-contiguous buffer
-    crop = x[:, :, CROP:h - CROP, CROP:w - CROP]           # strided view, no copy
-    work = ga.empty(crop.shape, np.float32, device=device)  # work buffer
-    work[...] = crop                                       # strided write
-    flipped = work[:, :, :, ::-1]                          # negative strides, no copy
-    small = ga.empty((n, c, (h - 2 * CROP) // 2, (w - 2 * CROP) // 2), np.float32,
-                     device=device)
-    small[...] = flipped[:, :, ::2, ::2]                   # down-sample through step-2 views
-    features = small.reshape(n, -1).astype(_feature_dtype(device))  # flatten (view), convert
-    payload = features.view(np.uint8)                      # reinterpret as raw bytes
-    packet = ga.empty((n, HEADER + payload.shape[1]), np.uint8, device=device)
-    header = np.zeros((n, HEADER), np.uint8)
-    header[:, :4] = np.frombuffer(np.uint32(batch.index).tobytes(), np.uint8)
-    header[:, 4:] = np.arange(n, dtype=np.uint32).view(np.uint8).reshape(n, 4)
-    packet[:, :HEADER] = header                            # write through a strided view
-    packet[:, HEADER:] = payload
-    return packet.get()                                    # download
-
-
-def numpy_step(batch: Batch, device: ga.Device) -> np.ndarray:
-    """The same pipeline in NumPy: the oracle the demo checks its results against."""
-    n, h, w, c = batch.images.shape
-    x = batch.images.transpose(0, 3, 1, 2).astype(np.float32)
-    work = x[:, :, CROP:h - CROP, CROP:w - CROP][:, :, :, ::-1]
-    small = np.ascontiguousarray(work[:, :, ::2, ::2])
-    payload = small.reshape(n, -1).astype(_feature_dtype(device)).view(np.uint8)
-    header = np.zeros((n, HEADER), np.uint8)
-    header[:, :4] = np.frombuffer(np.uint32(batch.index).tobytes(), np.uint8)
-    header[:, 4:] = np.arange(n, dtype=np.uint32).view(np.uint8).reshape(n, 4)
-    return np.concatenate([header, payload], axis=1)
+    diff = x[:, None, :] - centres[None, :, :]                      # (n, k, d)
+    d2 = xp.sum(diff * diff, axis=2)                                # (n, k)
+    labels = xp.argmin(d2, axis=1)                                  # (n,)
+    inertia = xp.sum(xp.min(d2, axis=1))                            # ()
+    onehot = xp.astype(labels[:, None] == ks[None, :], x.dtype)     # (n, k)
+    batch_counts = xp.sum(onehot, axis=0)                           # (k,)
+    batch_sums = xp.sum(onehot[:, :, None] * x[:, None, :], axis=0)  # (k, d)
+    new_counts = counts + batch_counts
+    step = (batch_sums - batch_counts[:, None] * centres) / xp.maximum(new_counts, 1.0)[:, None]
+    return centres + step, new_counts, inertia
 
 
 @dataclasses.dataclass
-class RunResult:
-    """What one run of the workload measured."""
+class KMeansResult:
+    """What one run of the stream measured (one repeat)."""
 
     label: str
-    iterations: int
+    batches: int
     seconds: float
     allocations: int
-    allocated_bytes: int
+    platform_allocations: int
     cache_hits: int
     peak_bytes: int
-    checksum: int
-    correct: bool
-
-    @property
-    def per_iteration_ms(self) -> float:
-        return 1e3 * self.seconds / self.iterations
+    centres: np.ndarray
+    inertia: float
 
 
-class Progress:
-    """A one-line progress bar on a stream (redrawn in place on a terminal, at most
-    ten times a second; only the final state elsewhere)."""
-
-    def __init__(self, stream: TextIO | None) -> None:
-        self.stream = stream
-        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
-        self._last = 0.0
-
-    def __call__(self, label: str, done: int, total: int) -> None:
-        if self.stream is None:
-            return
-        now = time.perf_counter()
-        if done < total and (not self.tty or now - self._last < 0.1):
-            return
-        self._last = now
-        _draw(label, done, total, self.stream, self.tty)
+def _start(stream: list[np.ndarray], k: int):
+    return stream[0][:k].copy(), np.zeros(k, DTYPE)
 
 
-def _draw(label: str, done: int, total: int, stream: TextIO, tty: bool) -> None:
-    width = 24
-    filled = width * done // total
-    bar = "#" * filled + "." * (width - filled)
-    end = "\n" if done == total else ""
-    stream.write(f"{chr(13) if tty else ''}  {label:<14} [{bar}] {done}/{total}{end}")
-    stream.flush()
+def numpy_kmeans(stream: list[np.ndarray], batches: int, k: int = K):
+    """The same job on NumPy: (final centres, total inertia)."""
+    centres, counts = _start(stream, k)
+    ks = np.arange(k)
+    total = 0.0
+    for i in range(batches):
+        centres, counts, inertia = kmeans_step(np, stream[i % len(stream)], centres, counts, ks)
+        total += float(inertia)
+    return centres, total
 
 
-def run_workload(iterations: int, device=None, cache: ga.AllocCache | None = None,
-                 batches: list[Batch] | None = None, label: str | None = None,
-                 progress: TextIO | Progress | None = None, check: bool = True) -> RunResult:
-    """Run the pipeline ``iterations`` times on ``device`` (inside ``ga.cached(cache)``
-    when a cache is given) and measure it.
-
-    Peak memory is ``memory_stats()["peak_used_bytes"]`` after
-    ``reset_peak_memory_stats``; allocations and cache hits come from
-    ``ga.record_allocations``.  With ``check`` the first batch is compared
-    against :func:`numpy_step`.
-    """
-    if iterations < 1:
-        raise ValueError(f"iterations must be at least 1, got {iterations}")
+def run_kmeans(stream: list[np.ndarray], batches: int, device=None,
+               cache: ga.AllocCache | None = None, label: str | None = None,
+               progress: Progress | None = None, k: int = K) -> KMeansResult:
+    """Run ``batches`` steps on ``device`` (inside ``ga.cached(cache)`` when a cache is
+    given) and measure them: time, allocations and cache hits (``ga.record_allocations``),
+    platform allocations (the pool's ``backend_alloc_count``) and the peak in use."""
+    if batches < 1:
+        raise ValueError(f"batches must be at least 1, got {batches}")
     dev = ga.get_device(device)
-    if batches is None:
-        batches = make_batches(min(iterations, 4))
     label = label or ("with cache" if cache is not None else "without cache")
-    correct = True
-    checksum = 0
-    report = progress if isinstance(progress, Progress) else Progress(progress)
+    c0, n0 = _start(stream, k)
+    centres = ga.asarray(c0, device=dev)
+    counts = ga.asarray(n0, device=dev)
+    ks = ga.arange(k, device=dev)
+    total = ga.zeros((), DTYPE, device=dev)
     ga.synchronize(dev)
     ga.reset_peak_memory_stats(dev)
+    platform = ga.memory_stats(dev)["backend_alloc_count"]
     with ga.record_allocations() as rec:
         t0 = time.perf_counter()
-        for i in range(iterations):
-            batch = batches[i % len(batches)]
-            batch = Batch(i, batch.images)
-            if cache is None:
-                out = pipeline_step(batch, dev)
-            else:
-                with ga.cached(cache):
-                    out = pipeline_step(batch, dev)
-            checksum = (checksum + int(out[:, HEADER:].sum(dtype=np.uint64))) % (1 << 61)
-            if i == 0:
-                first = (batch, out)
-            report(label, i + 1, iterations)
+        for i in range(batches):
+            with ga.cached(cache) if cache is not None else contextlib.nullcontext():
+                x = ga.asarray(stream[i % len(stream)], device=dev)  # the batch arrives
+                centres, counts, inertia = kmeans_step(ga, x, centres, counts, ks)
+                total = total + inertia
+                del x, inertia
+            if progress is not None:
+                progress(label, i + 1, batches)
         ga.synchronize(dev)
         seconds = time.perf_counter() - t0
+    platform = ga.memory_stats(dev)["backend_alloc_count"] - platform
     peak = ga.memory_stats(dev)["peak_used_bytes"]
-    if check:  # outside the timed loop
-        correct = bool(np.array_equal(first[1], numpy_step(first[0], dev)))
-    return RunResult(label, iterations, seconds, rec.count, rec.bytes, rec.cache_hits, peak,
-                     checksum, correct)
+    result = KMeansResult(label, batches, seconds, rec.count, platform, rec.cache_hits, peak,
+                          centres.get(), float(total))
+    for a in (centres, counts, ks, total):  # before the cache goes: nothing of it stays busy
+        a.free()
+    return result
 
 
-def _table(results: list[RunResult]) -> str:
+def _range(seconds: list[float]) -> str:
+    return f"{1e3 * min(seconds):.1f}-{1e3 * max(seconds):.1f} ms"
+
+
+def _table(rows: list[tuple[KMeansResult, list[float], bool]]) -> str:
     from .._common.sizes import format_bytes
 
-    rows = [
-        ("", *(r.label for r in results)),
-        ("wall time", *(f"{r.seconds:.3f} s" for r in results)),
-        ("time / iteration", *(f"{r.per_iteration_ms:.2f} ms" for r in results)),
-        ("allocations", *(str(r.allocations) for r in results)),
-        ("allocated bytes", *(format_bytes(r.allocated_bytes) for r in results)),
-        ("cache hits", *(str(r.cache_hits) for r in results)),
-        ("peak memory", *(format_bytes(r.peak_bytes) for r in results)),
-        ("matches NumPy", *("yes" if r.correct else "NO" for r in results)),
+    lines = [
+        ("", *(r.label for r, _, _ in rows)),
+        ("median time", *(f"{1e3 * statistics.median(t):.1f} ms" for _, t, _ in rows)),
+        ("time range", *(_range(t) for _, t, _ in rows)),
+        ("allocations", *(str(r.allocations) for r, _, _ in rows)),
+        ("platform allocations", *(str(r.platform_allocations) for r, _, _ in rows)),
+        ("cache hits", *(str(r.cache_hits) for r, _, _ in rows)),
+        ("peak memory", *(format_bytes(r.peak_bytes) for r, _, _ in rows)),
+        ("matches NumPy", *("yes" if ok else "NO" for _, _, ok in rows)),
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
-        lines.append("  " + "   ".join(cells))
-    return "\n".join(lines)
+    widths = [max(len(row[i]) for row in lines) for i in range(len(lines[0]))]
+    out = []
+    for row in lines:
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in
+                                             zip(row[1:], widths[1:], strict=True)]
+        out.append("  " + "   ".join(cells))
+    return "\n".join(out)
 
 
-def conclusion(plain: RunResult, cached: RunResult) -> str:
-    """One line saying what the cache changed."""
+def conclusion(plain: KMeansResult, cached: KMeansResult, plain_times: list[float],
+               cached_times: list[float]) -> str:
+    """What the cache changed: allocations and peak (stable), and speed only when the
+    repeats of the two runs do not overlap (at least three each)."""
     from .._common.sizes import format_bytes
 
-    speed = plain.seconds / cached.seconds if cached.seconds > 0 else float("inf")
     if cached.allocations:
-        allocs = (f"{plain.allocations / cached.allocations:.0f}x fewer allocations "
-                  f"({cached.allocations} instead of {plain.allocations}; "
-                  f"{cached.cache_hits} cache hits)")
+        allocs = (f"{cached.allocations} allocations instead of {plain.allocations} "
+                  f"({cached.cache_hits} cache hits)")
     else:
         allocs = f"no allocations instead of {plain.allocations} ({cached.cache_hits} cache hits)"
-    if speed >= 1.05:
-        timing = f"{speed:.2f}x faster"
-    elif speed <= 0.95:
-        timing = f"{1 / speed:.2f}x slower"
-    else:
-        timing = "the same speed (the warm pool is already cheap here)"
     peak = cached.peak_bytes - plain.peak_bytes
     peak_text = ("the same peak memory" if peak == 0 else
                  f"{format_bytes(abs(peak))} {'more' if peak > 0 else 'less'} peak memory")
-    return f"With the cache: {allocs}, {timing}, {peak_text}."
+    if min(len(plain_times), len(cached_times)) < 3:
+        speed = "no speed claim (fewer than three repeats)"
+    elif max(cached_times) < min(plain_times):
+        ratio = statistics.median(plain_times) / statistics.median(cached_times)
+        speed = f"{ratio:.2f}x faster (every repeat)"
+    elif min(cached_times) > max(plain_times):
+        ratio = statistics.median(cached_times) / statistics.median(plain_times)
+        speed = f"{ratio:.2f}x slower (every repeat)"
+    else:
+        speed = "no speed claim: the repeats overlap (the warm pool is already cheap here)"
+    return f"With the cache: {allocs}, {peak_text}; {speed}."
 
 
-def buffer_names(device: ga.Device, shape: tuple[int, ...] = BATCH_SHAPE) -> dict[int, str]:
-    """Pool block size (requests rounded up to 512 B) -> the pipeline buffers of that size.
+def buffer_names(device: ga.Device, points: int = POINTS, dim: int = DIM,
+                 k: int = K) -> dict[int, str]:
+    """Pool block size (requests rounded up to 512 B) -> the step's buffers of that size.
 
-    The demo's own frames are inside the gpuarrays package, which the history
-    leaves out of allocation stacks, so the timeline names its bands after the
-    buffers of :func:`pipeline_step` instead.
-    """
-    n, h, w, c = shape
-    ch, cw = h - 2 * CROP, w - 2 * CROP
-    feature = _feature_dtype(device).itemsize * c * (ch // 2) * (cw // 2)
+    The demo's own frames are inside the gpuarrays package, which the history leaves
+    out of allocation stacks, so the timeline names its bands after the buffers of
+    :func:`kmeans_step` instead."""
+    f = np.dtype(DTYPE).itemsize
     buffers = (
-        ("upload (ga.asarray)", n * h * w * c),
-        ("float32 copy (astype)", 4 * n * c * h * w),
-        ("work buffer (crop)", 4 * n * c * ch * cw),
-        ("down-sampled buffer", 4 * n * c * (ch // 2) * (cw // 2)),
-        ("features (astype)", n * feature),
-        ("packet (header + bytes)", n * (HEADER + feature)),
-        ("header staging (upload)", n * HEADER),
+        ("batch (upload)", points * dim * f),
+        ("differences (n, k, d)", points * k * dim * f),
+        ("squared distances (n, k)", points * k * f),
+        ("labels (argmin)", points * 8),
+        ("one-hot (n, k)", points * k),
+        ("nearest distance (n,)", points * f),
+        ("centres and updates (k, d)", k * dim * f),
+        ("counts (k,)", k * f),
     )
     names: dict[int, str] = {}
     for name, nbytes in buffers:
@@ -264,7 +229,6 @@ def buffer_names(device: ga.Device, shape: tuple[int, ...] = BATCH_SHAPE) -> dic
 
 
 def _plot(snapshots: list[tuple[str, dict]], path: str, device) -> None:
-    """Draw both runs' histories, one panel each, with gpuarrays.cli.plot."""
     from .plot import plot_snapshot
 
     names = buffer_names(device)
@@ -279,43 +243,58 @@ def _plot(snapshots: list[tuple[str, dict]], path: str, device) -> None:
             events.append(e)
         runs.append({"label": label, "events": events})
     plot_snapshot({"runs": runs}, path,
-                  title=f"gpuarrays demo on {device}: memory in use, without and with a cache")
+                  title=f"gpuarrays demo on {device}: k-means memory in use, "
+                        "without and with a cache")
 
 
-def run_demo(device=None, iterations: int = 100, plot: str | None = None,
+def run_demo(device=None, iterations: int = 60, repeats: int = 5, plot: str | None = None,
              out: TextIO | None = None, progress: TextIO | None = None) -> int:
     """The ``gpuarrays demo`` command; returns the exit status."""
     out = sys.stdout if out is None else out
     dev = ga.get_device(device)
-    batches = make_batches(min(iterations, 4))
-    n, h, w, c = BATCH_SHAPE
-    print(f"gpuarrays demo on {dev} ({dev.name}): {iterations} batches of {n} images "
-          f"{h}x{w}x{c} uint8 -> crop, flip, down-sample, convert, pack", file=out)
-    # Warm-up outside the measurement: compiles the device's kernels (OpenCL) once.
-    pipeline_step(batches[0], dev)
-    snapshots: list[tuple[str, dict]] = []
-    results = []
+    stream = make_stream(min(iterations, 8))
+    print(f"gpuarrays demo on {dev} ({dev.name}): mini-batch k-means, {iterations} batches of "
+          f"{POINTS} points x {DIM} features into {K} clusters, {repeats} repeats without and "
+          "with an allocation cache", file=out)
+    run_kmeans(stream, 1, dev)  # warm-up outside the measurement: compiles kernels (OpenCL)
+    want_centres, want_inertia = numpy_kmeans(stream, iterations)
     report = Progress(progress)
-    for label, cache in (("without cache", None), ("with cache", ga.AllocCache())):
-        ga.trim(dev)  # both runs start from an empty pool
-        if plot:
-            ga.memory_history.start(stacks=True)
-        try:
-            results.append(run_workload(iterations, dev, cache, batches, label,
-                                        progress=report))
-        finally:
-            if plot:
-                ga.memory_history.stop()
-                snapshots.append((label, ga.memory_history.snapshot()))
-        if cache is not None:
-            print(f"  cache after the run: {cache!r}", file=out)
-            cache.free()
-    print(_table(results), file=out)
-    print(conclusion(*results), file=out)
-    ok = all(r.correct for r in results) and results[0].checksum == results[1].checksum
+    times: dict[str, list[float]] = {"without cache": [], "with cache": []}
+    first: dict[str, KMeansResult] = {}
+    snapshots: list[tuple[str, dict]] = []
+    for rep in range(repeats):  # alternate, so drift hits both alike
+        order = (None, "cache") if rep % 2 == 0 else ("cache", None)
+        for which in order:
+            cache = ga.AllocCache() if which else None
+            label = "with cache" if which else "without cache"
+            ga.trim(dev)  # every run starts from an empty pool
+            record = plot and rep == 0
+            if record:
+                ga.memory_history.start(stacks=True)
+            try:
+                r = run_kmeans(stream, iterations, dev, cache, label,
+                               progress=report if rep == repeats - 1 else None)
+            finally:
+                if record:
+                    ga.memory_history.stop()
+                    snapshots.append((label, ga.memory_history.snapshot()))
+                if cache is not None:
+                    cache.free()
+            times[label].append(r.seconds)
+            first.setdefault(label, r)
+    rows = []
+    for label in ("without cache", "with cache"):
+        r = first[label]
+        ok = (np.allclose(r.centres, want_centres, rtol=1e-4, atol=1e-3)
+              and abs(r.inertia - want_inertia) <= 1e-4 * abs(want_inertia))
+        rows.append((r, times[label], ok))
+    print(_table(rows), file=out)
+    print(conclusion(rows[0][0], rows[1][0], rows[0][1], rows[1][1]), file=out)
+    ok = all(good for _, _, good in rows)
     if not ok:
         print("ERROR: the device results differ from NumPy's", file=out)
     if plot:
+        snapshots.sort(key=lambda s: s[0] != "without cache")
         _plot(snapshots, plot, dev)
         print(f"memory timeline written to {plot}", file=out)
     return 0 if ok else 1
@@ -326,14 +305,17 @@ def add_arguments(parser) -> None:
                         help="device spec such as cpu:0 or opencl:0 (default: the default device)")
     parser.add_argument("--plot", metavar="PATH", default=None,
                         help="record the memory history and write a PNG timeline of both runs")
-    parser.add_argument("--iterations", type=int, default=100, metavar="N",
-                        help="batches per run (default 100)")
+    parser.add_argument("--iterations", type=int, default=60, metavar="N",
+                        help="batches per run (default 60)")
+    parser.add_argument("--repeats", type=int, default=5, metavar="R",
+                        help="runs without and with the cache, alternating (default 5)")
 
 
 def main(args) -> int:
     """Entry point used by ``gpuarrays demo``."""
-    if args.iterations < 1:
-        print(f"gpuarrays demo: --iterations must be at least 1, got {args.iterations}",
-              file=sys.stderr)
-        return 2
-    return run_demo(args.device, args.iterations, args.plot, progress=sys.stderr)
+    for name in ("iterations", "repeats"):
+        if getattr(args, name) < 1:
+            print(f"gpuarrays demo: --{name} must be at least 1, got {getattr(args, name)}",
+                  file=sys.stderr)
+            return 2
+    return run_demo(args.device, args.iterations, args.repeats, args.plot, progress=sys.stderr)
