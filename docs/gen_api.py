@@ -42,6 +42,8 @@ SECTIONS = (
     ("Array API namespace: statistics, scans, searching and utility", [
         "sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum", "cumulative_prod",
         "argmax", "argmin", "count_nonzero", "all", "any", "diff"]),
+    # linear algebra (docs/linalg.md)
+    ("Array API namespace: linear algebra", ["matmul", "matrix_transpose", "tensordot", "vecdot"]),
     ("Errors and warnings", ["GPUArraysError", "FreedArrayError", "DeviceResetError",
                              "OutOfMemoryError", "UnsupportedDTypeError", "CacheInUseError",
                              "BackendError", "GPUArraysWarning"]),

@@ -176,7 +176,7 @@ def test_pipeline_buffer_names_cover_every_allocation(device):
 JSON_KEYS = {"device", "device_name", "settings", "python", "platform", "versions", "command",
              "seconds", "results", "targets"}
 GROUPS = {"derive", "alloc", "cache", "fragmentation", "dlpack", "copy", "workload", "random",
-          "reduce", "compute", "compute bandwidth", "pool-trace"}
+          "reduce", "compute", "compute bandwidth", "pool-trace", "linalg"}
 
 
 def test_bench_writes_json_results(tmp_path):

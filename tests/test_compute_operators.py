@@ -135,12 +135,6 @@ def test_foreign_operands_are_not_copied_silently(device):
         ga.add(a, np.zeros(3))
 
 
-def test_matmul_is_not_implemented_yet(device):
-    a = ga.zeros((2, 2), device=device)
-    with pytest.raises(NotImplementedError, match="linear algebra"):
-        a @ a
-
-
 def test_scalar_conversions_of_size_one_arrays(device):
     a = ga.asarray(np.array([7], np.int32), device=device)
     assert int(a) == 7 and float(a) == 7.0 and complex(a) == 7 + 0j and bool(a)

@@ -35,6 +35,11 @@ from ._compute import __array_api_version__ as __array_api_version__
 from ._compute import __array_namespace_info__ as __array_namespace_info__
 from ._compute import install as _install_compute
 from ._compute.searching import argmax, argmin, count_nonzero
+
+# linear algebra: main-namespace functions and the linalg/fft extensions (docs/linalg.md)
+from ._compute.linalg import matmul, matrix_transpose, tensordot, vecdot
+from . import fft as fft, linalg as linalg  # the public subpackages (docs/linalg.md)
+# (end of linear algebra)
 from ._compute.statistical import (
     cumulative_prod,
     cumulative_sum,
@@ -130,9 +135,12 @@ __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
             "cumulative_prod", "all", "any", "diff", "argmax", "argmin", "count_nonzero"]
 __all__ += _MANIPULATION  # creation and manipulation (docs/manipulation.md)
 
+# linear algebra (docs/linalg.md)
+__all__ += ["matmul", "matrix_transpose", "tensordot", "vecdot"]
+
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 
-_PUBLIC_SUBPACKAGES = ("interop", "random")
+_PUBLIC_SUBPACKAGES = ("interop", "random", "linalg", "fft")  # linalg, fft: docs/linalg.md
 
 
 def __dir__() -> list[str]:

@@ -596,11 +596,15 @@ class GPUArray(_core.Array):
     def __abs__(self):
         return _HOOKS.unary("abs", self)
 
+    # linear algebra: @ is matmul (docs/linalg.md)
     def __matmul__(self, other):
-        raise NotImplementedError("matmul (@) arrives with the linear algebra functions; "
-                                  "for now copy to the host with .get() and use numpy.matmul")
+        return _HOOKS.binary("matmul", self, other)
 
-    __rmatmul__ = __imatmul__ = __matmul__
+    def __rmatmul__(self, other):
+        return _HOOKS.reflected("matmul", self, other)
+
+    def __imatmul__(self, other):
+        return _HOOKS.inplace("matmul", self, other)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy ufuncs the namespace has run on the device; others give ``NotImplemented``."""

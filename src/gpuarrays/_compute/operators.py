@@ -16,6 +16,7 @@ from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
 from . import numpy_protocol
 from .dispatch import apply
+from .linalg import imatmul, matmul
 from .promotion import SCALAR_TYPES
 from .statistical import reduce_ufunc
 from .table import BY_UFUNC, DTYPES, OPS
@@ -36,6 +37,8 @@ def binary(name: str, a, b):
     """``a <op> b``; ``NotImplemented`` for an operand the namespace does not take."""
     if not _takes(b):
         return NotImplemented
+    if name == "matmul":  # arrays only (docs/linalg.md)
+        return matmul(a, b) if isinstance(b, ArrayBase) else NotImplemented
     return apply(OPS[name], (a, b))
 
 
@@ -43,6 +46,8 @@ def reflected(name: str, a, b):
     """``b <op> a`` (``a.__radd__(b)`` and the like)."""
     if not _takes(b):
         return NotImplemented
+    if name == "matmul":
+        return matmul(b, a) if isinstance(b, ArrayBase) else NotImplemented
     return apply(OPS[name], (b, a))
 
 
@@ -51,6 +56,8 @@ def inplace(name: str, a, b):
     (``same_kind``), and ``b`` broadcast to ``a``'s shape."""
     if not _takes(b):
         return NotImplemented
+    if name == "matmul":
+        return imatmul(a, b) if isinstance(b, ArrayBase) else NotImplemented
     if not a._writeable:
         raise ValueError(f"cannot apply an in-place {name} to a read-only array (shape "
                          f"{a._shape}, a broadcast_to or diagonal view); use a copy")

@@ -628,6 +628,12 @@ def _bench_compute(dev, settings, libs, rows, targets) -> None:
     bench_compute(dev, settings, libs, rows, targets)
 
 
+def _bench_linalg(dev, settings, libs, rows, targets) -> None:  # linear algebra (docs/linalg.md)
+    from .bench_linalg import bench_linalg  # its own module, built on this harness
+
+    bench_linalg(dev, settings, libs, rows, targets)
+
+
 def _bench_pool_trace(dev, settings, libs, rows, targets) -> None:
     from .pool_trace import make_trace, replay
 
@@ -660,7 +666,7 @@ _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("fragmentation", _bench_fragmentation, None), ("dlpack", _bench_dlpack, 2),
            ("copy", _bench_copy, None), ("workload", _bench_workload, 2),
            ("random", _bench_random, 2), ("reduce", _bench_reduce, 14),
-           ("compute", _bench_compute, 19),
+           ("compute", _bench_compute, 19), ("linalg", _bench_linalg, 6),
            ("pool-trace", _bench_pool_trace, 1))
 
 _ALIASES = {"cache": "alloc"}  # the cache group is measured with the alloc group
