@@ -117,6 +117,25 @@ def test_tokens_name_arrays_without_reading_them(device):
     assert tokenize(b) == t  # naming never reads the elements (they are gone here)
 
 
+def test_numpy_calls_dask_makes_on_chunks(device):
+    """Two NumPy behaviours dask relies on: ``np.add(a, b, dtype=dt)`` (tensordot's partial
+    sums) when ``dt`` is the dtype the call gives anyway, and NumPy's words in the error of a
+    reduction without identity over zero elements (min/max metas)."""
+    n, g = pair((3, 4), "f4", device)
+    r = np.add(g, g, dtype=np.float32)
+    assert r.device == device
+    same_values(r.get(), np.add(n, n, dtype=np.float32))
+    ni, gi = pair((5,), "i2", device)
+    same_values(np.multiply(gi, 3, dtype="i2").get(), np.multiply(ni, 3, dtype="i2"))
+    for dt in [np.float64, np.int32]:  # a dtype that would change the computation: refused
+        with pytest.raises(TypeError):
+            np.add(g, g, dtype=dt)
+    with pytest.raises(TypeError):
+        np.less(g, g, dtype=np.float32)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation max"):
+        ga.max(ga.empty((0, 3), device=device), axis=0)
+
+
 # serialisation ------------------------------------------------------------------------------
 def test_serialize_round_trip_views_and_dtypes(device):
     for dt in supported(device, [np.dtype("f4"), np.dtype("c8"), np.dtype("u1"),
