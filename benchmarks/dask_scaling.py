@@ -1,7 +1,8 @@
 """Dask scaling: ``python benchmarks/dask_scaling.py [--size 1GiB] [--device cpu:0] [--workers 1 2]``.
 
 One graph, ``(sin(x) * 2 + x * x)`` then a sum over axis 0, of a float64 array of ``--size``
-(1 GiB by default) in 64 MiB chunks made on the workers by ``da.random.default_rng``, on a
+(1 GiB by default) in 64 MiB chunks made on the workers by ``da.full`` (``--input random``:
+by ``da.random.default_rng``, which adds each library's generator to the figures), on a
 ``distributed.LocalCluster`` of 1 and of 2 worker processes (one thread each), with NumPy chunks
 (Dask's default backend) and with gpuarrays chunks (``array.backend = "gpuarrays"``, each
 worker on ``--device``).  A second graph adds ``rechunk`` to whole columns before the sum, so
@@ -32,6 +33,7 @@ import dask.array as da  # noqa: E402
 import distributed  # noqa: E402
 
 import gpuarrays.interop.dask as gd  # noqa: E402
+from gpuarrays._common.sizes import format_bytes  # noqa: E402
 
 CHUNK = 64 * 2**20
 
@@ -40,10 +42,13 @@ def _sent(dask_worker) -> int:
     return dask_worker.transfer_outgoing_bytes_total
 
 
-def graph(n_rows: int, n_cols: int, backend: str, shuffle: bool):
+def graph(n_rows: int, n_cols: int, backend: str, shuffle: bool, source: str):
     rows = max(1, CHUNK // (8 * n_cols))
     with dask.config.set({"array.backend": backend}):
-        x = da.random.default_rng(0).random((n_rows, n_cols), chunks=(rows, n_cols))
+        if source == "random":
+            x = da.random.default_rng(0).random((n_rows, n_cols), chunks=(rows, n_cols))
+        else:
+            x = da.full((n_rows, n_cols), 0.5, chunks=(rows, n_cols))
     y = da.sin(x) * 2 + x * x
     if shuffle:
         y = y.rechunk((n_rows, max(1, n_cols // 8)))
@@ -51,7 +56,7 @@ def graph(n_rows: int, n_cols: int, backend: str, shuffle: bool):
 
 
 def run(n_workers: int, backend: str, shuffle: bool, size: int, device: str,
-        repeat: int) -> tuple[float, int]:
+        repeat: int, source: str) -> tuple[float, int]:
     n_cols = 1024
     n_rows = max(1, size // (8 * n_cols))
     with distributed.LocalCluster(n_workers=n_workers, processes=True, threads_per_worker=1,
@@ -64,7 +69,7 @@ def run(n_workers: int, backend: str, shuffle: bool, size: int, device: str,
             before = sum(c.run(_sent)
                          .values())
             t = time.perf_counter()
-            r = c.compute(graph(n_rows, n_cols, backend, shuffle)).result()
+            r = c.compute(graph(n_rows, n_cols, backend, shuffle, source)).result()
             best = min(best, time.perf_counter() - t)
             after = sum(c.run(_sent)
                         .values())
@@ -79,19 +84,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu:0", help="each worker's device")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--input", choices=["full", "random"], default="full",
+                        help="x from da.full (default: the graph's own cost) or "
+                             "da.random.default_rng (adds each library's generator)")
     args = parser.parse_args(argv)
     size = ga.parse_size(args.size)
-    print(f"graph: sin(x)*2 + x*x, sum(axis=0); {ga.parse_size(args.size) / 2**20:.0f} MiB "
-          f"float64 in 64 MiB chunks; gpuarrays chunks on {args.device}; best of {args.repeat}")
+    print(f"graph: x = da.{args.input}(...), sin(x)*2 + x*x, sum(axis=0); "
+          f"{ga.parse_size(args.size) / 2**20:.0f} MiB float64 in 64 MiB chunks; gpuarrays "
+          f"chunks on {args.device}; best of {args.repeat}")
     print(f"{'graph':<18}{'workers':>8}{'numpy s':>10}{'gpuarrays s':>13}{'ratio':>7}"
           f"{'numpy sent':>13}{'gpuarrays sent':>16}")
     for shuffle in (False, True):
         for n in args.workers:
-            t_np, b_np = run(n, "numpy", shuffle, size, args.device, args.repeat)
-            t_ga, b_ga = run(n, "gpuarrays", shuffle, size, args.device, args.repeat)
+            t_np, b_np = run(n, "numpy", shuffle, size, args.device, args.repeat, args.input)
+            t_ga, b_ga = run(n, "gpuarrays", shuffle, size, args.device, args.repeat,
+                             args.input)
             name = "rechunk + sum" if shuffle else "elementwise + sum"
             print(f"{name:<18}{n:>8}{t_np:>10.2f}{t_ga:>13.2f}{t_ga / t_np:>7.2f}"
-                  f"{b_np / 2**20:>10.1f} MiB{b_ga / 2**20:>13.1f} MiB", flush=True)
+                  f"{format_bytes(b_np):>13}{format_bytes(b_ga):>16}", flush=True)
     return 0
 
 
