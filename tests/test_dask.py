@@ -268,6 +268,31 @@ def test_to_backend_numpy_and_back(device, values):
     h = x.to_backend("numpy")
     assert type(h._meta) is np.ndarray
     same_values(h.compute(scheduler="threads"), values)
+    g = da.from_array(values, chunks=(5, 4)).to_backend("gpuarrays")
+    assert type(g._meta) is ga.GPUArray
+    same_values(computed(g, ga.get_device()), values)  # chunks go to the current device
+
+
+def test_the_sizeof_entry_point_loads_the_integration_on_first_use():
+    """In a process where Dask only ran the ``dask.sizeof`` entry point (a worker before it
+    imported anything of ours), the first chunk Dask measures registers everything."""
+    code = (
+        "import sys, gpuarrays as ga\n"
+        "from dask.sizeof import sizeof\n"
+        "from gpuarrays.interop._dask_entry import register_sizeof\n"
+        "register_sizeof(sizeof)\n"
+        "assert 'gpuarrays.interop.dask' not in sys.modules\n"
+        "assert sizeof(ga.zeros((3, 4))) == 96\n"
+        "from dask.array.dispatch import concatenate_lookup\n"
+        "import gpuarrays.interop.dask as gd\n"
+        "assert concatenate_lookup.dispatch(ga.GPUArray) is gd._concatenate\n"
+        "print('registered')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "registered"
 
 
 # the gpuarrays backend ----------------------------------------------------------------------
