@@ -60,7 +60,7 @@ def run(n_workers: int, backend: str, shuffle: bool, size: int, device: str,
     n_cols = 1024
     n_rows = max(1, size // (8 * n_cols))
     with distributed.LocalCluster(n_workers=n_workers, processes=True, threads_per_worker=1,
-                                  dashboard_address=None, worker_dashboard_address=None,
+                                  dashboard_address=":0", worker_dashboard_address=None,
                                   memory_limit=0) as cluster, distributed.Client(cluster) as c:
         c.register_plugin(gd.GPUArraysWorker(device=device))
         best = float("inf")

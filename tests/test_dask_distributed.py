@@ -24,20 +24,15 @@ import gpuarrays.interop.dask as gd  # noqa: E402
 
 CPU = "cpu:0"
 
-pytestmark = [
-    # distributed's own shutdown chatter in this process, not gpuarrays': a cluster that
-    # closes while a worker's last heartbeat is in flight, and tornado/asyncio sockets that
-    # the garbage collector finds after the loop closed.
-    pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.filterwarnings("ignore:.*[Ss]tream is closed.*"),
-    pytest.mark.filterwarnings("ignore:.*Port .* is already in use.*"),
-]
+# One cluster for the module: its tests run in one pytest-xdist worker (pyproject.toml).
+pytestmark = pytest.mark.xdist_group("dask-cluster")
 
 
 @pytest.fixture(scope="module")
 def client():
+    # ":0": a free port for the dashboard (another process may run a cluster meanwhile)
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None, worker_dashboard_address=None)
+                                       dashboard_address=":0", worker_dashboard_address=None)
     with cluster, distributed.Client(cluster) as c:
         c.register_plugin(gd.GPUArraysWorker(device=CPU))
         yield c
