@@ -104,6 +104,29 @@ def test_register_is_idempotent_and_sizeof_is_nbytes(device):
     assert da.dispatch.concatenate_lookup.dispatch(ga.GPUArray) is gd._concatenate
 
 
+def test_the_dispatched_chunk_functions(device):
+    """What Dask's lookups return for gpuarrays chunks, against NumPy's registrations."""
+    from dask.array import dispatch as d
+
+    n, g = pair((4, 3, 2), "f4", device)
+    n[1, 2, 0] = g[1, 2, 0] = np.nan
+    for kwargs in [{}, {"axis": (0, 2), "keepdims": True}, {"axis": 1}, {"axis": (2,)}]:
+        for lookup in (d.numel_lookup, d.nannumel_lookup):
+            got = lookup(g, **kwargs)
+            assert type(got) is ga.GPUArray and got.device == device
+            want = lookup(n, **kwargs)
+            np.testing.assert_array_equal(got.get(), want, err_msg=f"{lookup} {kwargs}")
+    q = d.divide_lookup(g, ga.full((1, 1, 1), 2.0, "f4", device=device), dtype="f4")
+    np.testing.assert_array_equal(q.get(), n / 2)
+    assert d.divide_lookup(g, 2.0).dtype == np.float32
+    e = d.empty_lookup.dispatch(ga.GPUArray)((2, 5), dtype="i2")
+    assert type(e) is ga.GPUArray and e.shape == (2, 5) and e.dtype == np.int16
+    same_values(d.to_numpy_dispatch(g), n)
+    if not hasattr(ga, "einsum"):  # registered for the day the namespace has it
+        with pytest.raises(NotImplementedError, match="needs gpuarrays.einsum"):
+            d.einsum_lookup.dispatch(ga.GPUArray)("ij->j", g[0])
+
+
 def test_tokens_name_arrays_without_reading_them(device):
     from dask.base import tokenize
 
