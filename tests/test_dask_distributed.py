@@ -34,7 +34,7 @@ def client():
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                        dashboard_address=":0", worker_dashboard_address=None)
     with cluster, distributed.Client(cluster) as c:
-        c.register_plugin(gd.GPUArraysWorker(device=CPU))
+        c.register_plugin(gd.GPUArraysWorker(device=lambda worker: CPU))  # a spec or a function
         yield c
 
 
@@ -50,6 +50,16 @@ def _used_bytes() -> int:
 
 def used(client) -> dict:
     return client.run(_used_bytes)
+
+
+def idle(client, timeout: float = 15) -> dict:
+    """``used`` once the scheduler forgot every task (the previous graph's chunks are gone)."""
+    end = time.monotonic() + timeout
+    while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+        if time.monotonic() > end:
+            break
+        time.sleep(0.05)
+    return used(client)
 
 
 def back_to(client, baseline: dict, timeout: float = 15) -> dict:
@@ -83,8 +93,28 @@ def test_arrays_travel_through_dask_serialize():
     np.testing.assert_array_equal(back.get(), a.get()[:, 1:3])
 
 
+def test_an_array_lands_on_the_receiving_workers_device(client, workers):
+    """Worker b owns another device: an array made on a (cpu:0) is rebuilt there."""
+    other = next((str(d) for d in ga.devices() if str(d) != CPU), None)
+    if other is None:
+        pytest.skip("a second device (PoCL's opencl:0: the opencl extra) is not installed")
+    a, b = workers
+    baseline = idle(client)
+    client.register_plugin(gd.GPUArraysWorker(device=lambda w: other if w.address == b else CPU))
+    try:
+        x = client.submit(ga.arange, 10, workers=[a])
+        seen = client.submit(lambda arr: (str(arr.device), arr.get().tolist()), x,
+                             workers=[b]).result()
+        assert seen == (other, list(range(10)))
+        assert client.run(lambda: str(ga.get_device())) == {a: CPU, b: other}
+        del x
+    finally:
+        client.register_plugin(gd.GPUArraysWorker(device=CPU))
+    assert back_to(client, baseline) == baseline
+
+
 def test_elementwise_reduction_and_map_blocks(client):
-    baseline = used(client)
+    baseline = idle(client)
     h = np.arange(96 * 80, dtype=np.float64).reshape(96, 80) / 7
     x = on_workers(h, (24, 20))
     y = (da.sqrt(x) * 2 + 1).map_blocks(lambda b: b - 0.5, meta=x._meta)
@@ -99,7 +129,7 @@ def test_elementwise_reduction_and_map_blocks(client):
 
 def test_chunks_move_between_workers(client, workers):
     """Chunks made on one worker, consumed on the other: every chunk is serialised there."""
-    baseline = used(client)
+    baseline = idle(client)
     a, b = workers
     h = np.arange(64 * 48, dtype=np.int64).reshape(64, 48)
     x = client.persist(on_workers(h, 16), workers=[a])
@@ -126,7 +156,7 @@ def test_the_gpuarrays_backend_on_the_workers(client):
 def test_a_small_memory_limit_runs_the_ladder_and_completes(client):
     """6 MiB per worker and an allocation cache: the cache keeps one buffer per chunk size, so
     the worker passes its limit and the ladder gives the cache's unused buffers back."""
-    baseline = used(client)
+    baseline = idle(client)
     client.register_plugin(gd.GPUArraysWorker(device=CPU, memory_limit="6MiB", cache=True))
     try:
         assert all(s["limit_bytes"] == 6 * 2**20
