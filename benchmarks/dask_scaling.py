@@ -69,7 +69,9 @@ def run(n_workers: int, backend: str, shuffle: bool, size: int, device: str,
             before = sum(c.run(_sent)
                          .values())
             t = time.perf_counter()
-            r = c.compute(graph(n_rows, n_cols, backend, shuffle, source)).result()
+            # P2P rechunk takes NumPy buffers only (docs/dask.md, "Limits"): tasks for both
+            with dask.config.set({"array.rechunk.method": "tasks"}):
+                r = c.compute(graph(n_rows, n_cols, backend, shuffle, source)).result()
             best = min(best, time.perf_counter() - t)
             after = sum(c.run(_sent)
                         .values())
