@@ -7,6 +7,7 @@ compiles with NVRTC), linspace/arange/meshgrid, and bad input refused before all
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import numpy as np
@@ -15,6 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpuarrays as ga
+from gpuarrays._memory.devices import Device
+from gpuarrays.backends.cpu import CpuBackend
 from strategies import NUMERIC_DTYPES, SETTINGS, same_values, supported, values
 
 FEW = settings(SETTINGS, max_examples=10)
@@ -85,6 +88,30 @@ def test_empty_signature_and_default_dtype(device):
     assert ga.full(2, True, device=device).dtype == ga.bool
     assert ga.full(2, 1j, device=device).dtype == defaults["complex floating"]
     assert ga.linspace(0, 1j, 3, device=device).dtype == defaults["complex floating"]
+
+
+class _NoFloat64(CpuBackend):
+    """The cpu back-end reporting a device without float64 (as some OpenCL devices are)."""
+
+    def device_info(self, index):
+        return dataclasses.replace(super().device_info(index), float64=False)
+
+
+def test_defaults_on_a_device_without_float64():
+    dev = Device("cpu", 7, _NoFloat64())
+    assert ga.__array_namespace_info__().default_dtypes(device=dev)["real floating"] == ga.float32
+    for a in (ga.empty(3, device=dev), ga.zeros(2, device=dev), ga.ones((2, 2), device=dev),
+              ga.full(2, 1.5, device=dev), ga.eye(2, device=dev), ga.arange(0.5, 2, device=dev),
+              ga.linspace(0, 1, 3, device=dev), ga.full(2, np.float64(2.5), device=dev)):
+        assert a.dtype == ga.float32 and a.device == dev
+    assert ga.full(2, 1j, device=dev).dtype == ga.complex64
+    assert ga.linspace(0, 1j, 3, device=dev).dtype == ga.complex64
+    assert ga.arange(3, device=dev).dtype == ga.int64
+    same_values(ga.linspace(0, 1, 5, device=dev).get(), np.linspace(0, 1, 5).astype(np.float32))
+    mixed = ga.concat([ga.arange(2, device=dev), ga.zeros(2, device=dev)])
+    assert mixed.dtype == ga.float32  # int64 with float32, as the elementwise functions
+    with pytest.raises(ga.UnsupportedDTypeError, match="float64"):
+        ga.zeros(2, dtype=ga.float64, device=dev)
 
 
 def test_fill_functions_match_numpy(device):

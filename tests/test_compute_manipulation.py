@@ -225,6 +225,28 @@ def test_hypothesis_concat_stack_roll_repeat_tile(device, data):
     same_values(ga.moveaxis(g, axis, dst).get(), np.moveaxis(n, axis, dst))
 
 
+@FEW
+@given(data=st.data())
+def test_hypothesis_views_match_numpy_layouts(device, data):
+    shape = tuple(data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=4)))
+    h = values(shape, np.dtype("uint8"), 2)
+    g = ga.asarray(h, device=device)
+    n, v = h[::-1], g[::-1]  # a negative stride on the first axis
+    perm = tuple(data.draw(st.permutations(range(len(shape)))))
+    ones = tuple(k for k, m in enumerate(shape) if m == 1)
+    new = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) + 1), max_size=2))))
+    cases = [(ga.permute_dims(v, perm), np.transpose(n, perm)),
+             (ga.expand_dims(v, new), np.expand_dims(n, new)),
+             (ga.squeeze(v, ones), np.squeeze(n, ones)),
+             (ga.flip(v), np.flip(n))]
+    ax = data.draw(st.integers(-len(shape), len(shape) - 1))
+    cases += list(zip(ga.unstack(v, axis=ax), np.moveaxis(n, ax, 0), strict=True))
+    for got, want in cases:
+        assert got.shape == want.shape and got.strides == want.strides
+        assert got.storage is g.storage
+        same_values(got.get(), want)
+
+
 # repeat with an array of repeats (a data-dependent shape) --------------------------------------
 @pytest.mark.parametrize("dtype", ["bool", "int8", "float32", "complex64", "uint64"])
 def test_repeat_with_array_repeats(device, dtype):

@@ -71,7 +71,7 @@ from .backends.base import PointerInfo
 # --- creation and manipulation (docs/manipulation.md): these replace the array layer's
 # creation functions and reshape/broadcast_to/moveaxis/expand_dims with the standard's
 # signatures and per-device default dtypes ---
-from ._compute.creation import (  # noqa: E402
+from ._compute.creation import (
     arange,
     empty_like,
     eye,
@@ -87,7 +87,7 @@ from ._compute.creation import (  # noqa: E402
     zeros,
     zeros_like,
 )
-from ._compute.manipulation import (  # noqa: E402
+from ._compute.manipulation import (
     broadcast_arrays,
     broadcast_shapes,
     broadcast_to,
@@ -107,9 +107,10 @@ from ._compute.manipulation import (  # noqa: E402
     unstack,
 )
 
-_MANIPULATION = ["eye", "linspace", "meshgrid", "tril", "triu", "broadcast_arrays", "broadcast_shapes", "concat", "concatenate", "flip",
-                 "permute_dims", "repeat", "roll", "squeeze", "stack", "tile", "transpose",
-                 "unstack"]
+_CREATION_AND_MANIPULATION = [
+    "eye", "linspace", "meshgrid", "tril", "triu", "broadcast_arrays", "broadcast_shapes",
+    "concat", "concatenate", "flip", "permute_dims", "repeat", "roll", "squeeze", "stack",
+    "tile", "transpose", "unstack"]
 # --- end creation and manipulation ---
 
 __version__ = "0.1.0"
@@ -133,7 +134,7 @@ __all__ += [n for n in _compute_names if not n.startswith("_") and n != "install
 # reductions, statistics, scans and searching (docs/reductions.md)
 __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
             "cumulative_prod", "all", "any", "diff", "argmax", "argmin", "count_nonzero"]
-__all__ += _MANIPULATION  # creation and manipulation (docs/manipulation.md)
+__all__ += _CREATION_AND_MANIPULATION  # creation and manipulation (docs/manipulation.md)
 
 # linear algebra (docs/linalg.md)
 __all__ += ["matmul", "matrix_transpose", "tensordot", "vecdot"]

@@ -1,4 +1,8 @@
-"""Creation functions: empty, zeros, ones, full, *_like, arange, asarray."""
+"""Creation in the array layer: the compiled ``empty``, ``array``/``asarray`` and ``to_numpy``.
+
+The standard's other creation functions (zeros, ones, full, the ``*_like`` functions,
+arange, eye, linspace, ...) live in ``_compute/creation.py`` (docs/manipulation.md).
+"""
 
 from __future__ import annotations
 
@@ -12,82 +16,12 @@ from . import transfer
 from .array import GPUArray, new_array
 from .layout import normalize_shape
 
-__all__ = ["array", "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
-           "full_like", "arange", "asarray", "to_numpy"]
-
-_float64 = np.dtype(np.float64)
-
+__all__ = ["array", "empty", "asarray", "to_numpy"]
 
 empty = _core.empty  # compiled: see its docstring (the allocation hot path)
 _core.configure(device_var=_current, default_devices=_default, get_device=get_device,
                 device_type=Device, normalize_shape=normalize_shape,
                 float64=None)  # dtype omitted: the device's default (Device._accepts[None])
-
-
-def full(shape, fill_value, dtype=None, *, device=None, kind: str = "device") -> GPUArray:
-    """An array filled with ``fill_value`` (dtype inferred like NumPy when None)."""
-    if dtype is None:
-        dtype = np.asarray(fill_value).dtype
-    a = empty(shape, dtype, device=device, kind=kind)
-    try:
-        transfer.assign(a, fill_value)
-    except BaseException:
-        a.free()
-        raise
-    return a
-
-
-def zeros(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArray:
-    """An array of zeros (arguments and errors as :func:`empty`)."""
-    return full(shape, 0, dtype, device=device, kind=kind)
-
-
-def ones(shape, dtype=_float64, *, device=None, kind: str = "device") -> GPUArray:
-    """An array of ones (arguments and errors as :func:`empty`)."""
-    return full(shape, 1, dtype, device=device, kind=kind)
-
-
-def _like(a: GPUArray, dtype, shape, device, kind):
-    if not isinstance(a, GPUArray):
-        raise TypeError(f"expected a GPUArray, got {type(a).__name__}")
-    return (a.dtype if dtype is None else dtype, a.shape if shape is None else shape,
-            a.device if device is None else device, a.kind if kind is None else kind)
-
-
-def empty_like(a: GPUArray, dtype=None, *, shape=None, device=None, kind=None) -> GPUArray:
-    """Like :func:`empty`, defaulting dtype, shape, device and kind to ``a``'s."""
-    dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
-    return empty(shape, dtype, device=device, kind=kind)
-
-
-def zeros_like(a: GPUArray, dtype=None, *, shape=None, device=None, kind=None) -> GPUArray:
-    """Like :func:`zeros`, defaulting dtype, shape, device and kind to ``a``'s."""
-    dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
-    return zeros(shape, dtype, device=device, kind=kind)
-
-
-def ones_like(a: GPUArray, dtype=None, *, shape=None, device=None, kind=None) -> GPUArray:
-    """Like :func:`ones`, defaulting dtype, shape, device and kind to ``a``'s."""
-    dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
-    return ones(shape, dtype, device=device, kind=kind)
-
-
-def full_like(a: GPUArray, fill_value, dtype=None, *, shape=None, device=None,
-              kind=None) -> GPUArray:
-    """Like :func:`full`, defaulting dtype, shape, device and kind to ``a``'s."""
-    dtype, shape, device, kind = _like(a, dtype, shape, device, kind)
-    return full(shape, fill_value, dtype, device=device, kind=kind)
-
-
-def arange(start, stop=None, step=None, dtype=None, *, device=None,
-           kind: str = "device") -> GPUArray:
-    """Evenly spaced values, as ``numpy.arange`` (computed on the host, then uploaded)."""
-    if step is not None and not isinstance(step, np.ndarray) and step == 0:
-        raise ValueError(f"arange step must not be zero, got step={step!r}")
-    host = np.arange(start, stop, step, dtype=dtype) if step is not None else (
-        np.arange(start, stop, dtype=dtype) if stop is not None else
-        np.arange(start, dtype=dtype))
-    return _from_host(host, None, device, kind)
 
 
 def _from_host(host: np.ndarray, dtype, device, kind: str) -> GPUArray:

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
+from .cpu_engine import view
 from .promotion import result_type
 
 __all__ = ["broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "concatenate",
@@ -89,9 +90,20 @@ def _kind(arrays) -> str:
     return kinds.pop() if len(kinds) == 1 else "device"
 
 
+_WITHOUT_F64 = {np.dtype(np.float64): np.dtype(np.float32),
+                np.dtype(np.complex128): np.dtype(np.complex64)}
+
+
 def _result_dtype(arrays):
-    dt = result_type(*(a._dtype for a in arrays))
-    arrays[0]._storage.device.require(dt)
+    """``result_type`` of the arrays; on a device without float64, a float64 (complex128)
+    that only mixing kinds brings in (int64 with float32) is float32 (complex64), as for
+    the elementwise functions (docs/compute.md, "Type promotion")."""
+    dtypes = [a._dtype for a in arrays]
+    dt = result_type(*dtypes)
+    dev = arrays[0]._storage.device
+    if not dev.info.float64 and dt in _WITHOUT_F64 and dt not in dtypes:
+        dt = _WITHOUT_F64[dt]
+    dev.require(dt)
     return dt
 
 
@@ -116,6 +128,20 @@ def _flat(x):
 def _handle(x):
     """A new handle on ``x``'s storage with ``x``'s own layout."""
     return x._derive(x._shape, x._strides, x._offset, x._dtype, x._writeable, x._contig)
+
+
+def _copy(dst, src) -> None:
+    """``dst[...] = src`` (same shape; ``dst`` new, so no overlap; dtype converted).
+
+    On cpu, NumPy on the engine's remembered views of the raw memory (as the
+    elementwise engine); elsewhere the back-end's strided copy kernel.
+    """
+    dev = dst._storage.device
+    if dev.backend == "cpu":
+        with dev.gate:
+            np.copyto(view(dst), view(src), casting="unsafe")
+        return
+    copy_raw(dst, src)
 
 
 def _along(ndim: int, ax: int, sl) -> tuple:
@@ -200,7 +226,7 @@ def _join_into(out, parts, ax: int) -> None:
         n = p._shape[ax]
         if n:
             with out[_along(out.ndim, ax, slice(start, start + n))] as dst:
-                copy_raw(dst, p)
+                _copy(dst, p)
         start += n
 
 
@@ -223,7 +249,7 @@ def concat(arrays, /, *, axis=0):
             for a, n in zip(xs, sizes, strict=True):
                 if n:
                     with out[start:start + n] as flat, reshape(flat, a._shape) as dst:
-                        copy_raw(dst, a)
+                        _copy(dst, a)
                 start += n
         except BaseException:
             out.free()
@@ -285,7 +311,7 @@ def stack(arrays, /, *, axis=0):
         if 0 not in out_shape:
             for i, a in enumerate(xs):
                 with out[_along(out.ndim, ax, i)] as dst:
-                    copy_raw(dst, a)
+                    _copy(dst, a)
     except BaseException:
         out.free()
         raise
@@ -397,7 +423,7 @@ def _fill_repeated(x, out_shape, view_shape, view_strides):
         if 0 not in view_shape:
             with reshape(out, tuple(view_shape)) as dst, \
                     _zero_stride_view(x, view_shape, view_strides) as src:
-                copy_raw(dst, src)
+                _copy(dst, src)
     except BaseException:
         out.free()
         raise
@@ -479,7 +505,7 @@ def roll(x, /, shift, *, axis=None):
                 dst_idx = tuple(c[0] for c in combo)
                 src_idx = tuple(c[1] for c in combo)
                 with out[dst_idx] as dst, x[src_idx] as src:
-                    copy_raw(dst, src)
+                    _copy(dst, src)
     except BaseException:
         out.free()
         raise
@@ -488,12 +514,12 @@ def roll(x, /, shift, *, axis=None):
 
 def _roll_1d(out, x, s: int, n: int) -> None:
     if s == 0:
-        copy_raw(out, x)
+        _copy(out, x)
         return
     with out[s:] as d1, x[:n - s] as s1:
-        copy_raw(d1, s1)
+        _copy(d1, s1)
     with out[:s] as d2, x[n - s:] as s2:
-        copy_raw(d2, s2)
+        _copy(d2, s2)
 
 
 def repeat(x, repeats, /, *, axis=None):
@@ -594,13 +620,13 @@ def _count(positions, r) -> tuple[int, int]:
     pair = new_array((2,), np.dtype(np.int64), dev, "device")
     try:
         with pair[0:1] as first, positions[n - 1:n] as last:
-            copy_raw(first, last)
+            _copy(first, last)
         with pair[1:2] as second:
             if r._dtype.kind == "i":
                 from .elementwise import less
 
                 with less(r, 0) as neg, count_nonzero(neg) as cnt, reshape(cnt, (1,)) as c1:
-                    copy_raw(second, c1)
+                    _copy(second, c1)
             else:
                 second.fill(0)
         total, negative = (int(v) for v in pair.get())  # the one synchronisation
@@ -612,8 +638,6 @@ def _count(positions, r) -> tuple[int, int]:
 def _fill_by_positions(out, src, positions, ax: int) -> None:
     dev = src._storage.device
     if dev.backend == "cpu":
-        from .cpu_engine import view
-
         pos = view(positions)
         index = np.repeat(np.arange(pos.shape[0]), np.diff(pos, prepend=0))
         with dev.gate:

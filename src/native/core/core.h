@@ -131,7 +131,7 @@ extern PyObject *ga_default_devices;   /* devices._default (list, empty until re
 extern PyObject *ga_get_device;        /* devices.get_device */
 extern PyObject *ga_device_type;       /* devices.Device */
 extern PyObject *ga_normalize_shape;   /* layout.normalize_shape */
-extern PyObject *ga_float64;           /* numpy.dtype("float64") */
+extern PyObject *ga_float64;           /* the dtype of an omitted dtype: None (the device's default) */
 
 /* made at init: the one State (_core.state), 0, and the interned names */
 extern StateObject *ga_state;
