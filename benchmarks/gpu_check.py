@@ -479,7 +479,10 @@ SECTIONS = {"preflight": preflight, "interop": interop, "cupy_cached": cupy_cach
 
 
 def table(out: str) -> int:
-    order = ["preflight", "pytest", *[k for k in SECTIONS if k != "preflight"]]
+    # the order gpu_check.sh runs them in; pytest, clients, bench and conformance are
+    # written by gpu_check.sh itself
+    order = ["preflight", "pytest", "clients", "compute", "bench", "conformance",
+             *[k for k in SECTIONS if k not in ("preflight", "compute")]]
     failures = 0
     print(f"\n{'section':<12} {'check':<58} {'result':<8} detail")
     print("-" * 120)

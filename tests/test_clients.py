@@ -32,14 +32,27 @@ def _missing(*paths: str) -> list[str]:
     return out
 
 
-def _check(device, call, oracle, needs=(), rtol=1e-7):
+def _check(device, call, oracle, needs=(), rtol=1e-7, host_only=()):
     """``call()`` equals ``oracle()``; or, when ``needs`` names a missing namespace
-    function, ``call()`` raises the ``AttributeError`` naming one of them."""
+    function, ``call()`` raises the ``AttributeError`` naming one of them.
+
+    ``host_only``: namespace functions that may exist for cpu only (the linalg extension
+    on devices without a linear algebra library): off cpu, ``call()`` either works or
+    raises the namespace's ``NotImplementedError`` naming the function and the device
+    (an explicit refusal, never a silent host copy)."""
     missing = _missing(*needs)
     if missing:
         names = "|".join(part for p in missing for part in p.split("."))
         with pytest.raises(AttributeError, match=names):
             call()
+        return
+    if host_only and device.backend != "cpu":
+        try:
+            got = call()
+        except NotImplementedError as e:
+            assert str(device) in str(e) and any(f in str(e) for f in host_only), e
+            return
+        _same(got, oracle(), device, rtol)
         return
     _same(call(), oracle(), device, rtol)
 
@@ -123,7 +136,8 @@ def test_sklearn_accuracy_score(device, dispatch):
     rng = np.random.default_rng(2)
     y, p = rng.integers(0, 3, 60), rng.integers(0, 3, 60)
     _check(device,
-           lambda: float(accuracy_score(ga.asarray(y, device=device), ga.asarray(p, device=device))),
+           lambda: float(accuracy_score(ga.asarray(y, device=device),
+                                        ga.asarray(p, device=device))),
            lambda: accuracy_score(y, p), needs=("unique_values",))
 
 
@@ -145,7 +159,7 @@ def test_sklearn_pca_full(device, dispatch):
         z, var = run(X)
         return np.abs(z), var
 
-    _check(device, fitted, oracle, needs=("linalg.svd",), rtol=1e-4)
+    _check(device, fitted, oracle, needs=("linalg.svd",), rtol=1e-4, host_only=("svd",))
 
 
 def test_sklearn_linear_discriminant_analysis(device, dispatch):
@@ -162,7 +176,7 @@ def test_sklearn_linear_discriminant_analysis(device, dispatch):
     def oracle():
         return LinearDiscriminantAnalysis(solver="svd").fit(X, y).predict(X)
 
-    _check(device, fitted, oracle, needs=("unique_values", "linalg.svd"))
+    _check(device, fitted, oracle, needs=("unique_values", "linalg.svd"), host_only=("svd",))
 
 
 def test_sklearn_sees_the_namespace_and_device(device, dispatch):
@@ -179,6 +193,21 @@ def test_sklearn_sees_the_namespace_and_device(device, dispatch):
     mask = dX > 3
     dX[mask] = 0.0  # boolean mask assignment
     assert float(ga.max(dX)) <= 3
+
+
+def test_sklearn_moves_arrays_between_namespaces(device, dispatch):
+    """scikit-learn's move_to: DLPack both ways (from_dlpack(device=), __dlpack__ with
+    dl_device=CPU for a copy to the host), as it does for mixed inputs and fitted state."""
+    from sklearn.utils._array_api import move_to
+
+    h = _data(device, n=6)
+    a = ga.asarray(h, device=device)
+    back = move_to(a, xp=np, device="cpu")
+    assert type(back) is np.ndarray
+    np.testing.assert_array_equal(back, h)
+    there = move_to(h[:, ::-1], xp=ga, device=device)
+    assert isinstance(there, ga.GPUArray) and there.device == device
+    np.testing.assert_array_equal(there.get(), h[:, ::-1])
 
 
 # ------------------------------------------------------------------------ array-api-extra

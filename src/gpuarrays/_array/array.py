@@ -76,15 +76,6 @@ def _is_basic(key: object) -> bool:
     return True
 
 
-def _numpy_method(name: str, doc: str):
-    """A NumPy-style method run by the compute layer (``HOOKS.method``; clients)."""
-    def method(self, *args, **kwargs):
-        return _HOOKS.method(name, self, args, kwargs)
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = doc
-    return method
-
-
 class GPUArray(_core.Array):
     """An array in device memory over a shared, reference-counted storage.
 
@@ -616,28 +607,28 @@ class GPUArray(_core.Array):
         device; ``NotImplemented`` (NumPy raises ``TypeError``) for the rest."""
         return _HOOKS.function(self, func, types, args, kwargs)
 
-    sum = _numpy_method("sum", "Sum over ``axis`` (``np.sum``'s arguments).")
-    prod = _numpy_method("prod", "Product over ``axis`` (``np.prod``'s arguments).")
-    max = _numpy_method("max", "Largest element over ``axis`` (``np.max``'s arguments).")
-    min = _numpy_method("min", "Smallest element over ``axis`` (``np.min``'s arguments).")
-    mean = _numpy_method("mean", "Mean over ``axis`` (``np.mean``'s arguments).")
-    std = _numpy_method("std", "Standard deviation; ``ddof`` is the standard's ``correction``.")
-    var = _numpy_method("var", "Variance; ``ddof`` is the standard's ``correction``.")
-    argmax = _numpy_method("argmax", "Index of the largest element (first on ties).")
-    argmin = _numpy_method("argmin", "Index of the smallest element (first on ties).")
-    any = _numpy_method("any", "Whether any element over ``axis`` is true.")
-    all = _numpy_method("all", "Whether every element over ``axis`` is true.")
-    cumsum = _numpy_method("cumsum", "Running sum (``axis=None``: of the flattened array).")
-    cumprod = _numpy_method("cumprod", "Running product (``axis=None``: flattened).")
-    clip = _numpy_method("clip", "Elements limited to ``[min, max]``.")
-    round = _numpy_method("round", "Rounded to the nearest integer (``decimals=0`` only).")
-    conj = conjugate = _numpy_method("conj", "Complex conjugate.")
-    nonzero = _numpy_method("nonzero", "Indices of the non-zero elements (a tuple).")
-    sort = _numpy_method("sort", "Sort in place along ``axis`` (returns ``None``).")
-    argsort = _numpy_method("argsort", "Indices that sort along ``axis``.")
-    repeat = _numpy_method("repeat", "Each element repeated (``axis=None``: flattened).")
-    take = _numpy_method("take", "Elements at ``indices`` (``axis=None``: flattened).")
-    dot = _numpy_method("dot", "``np.dot(a, b)``: matmul for 1-d/2-d, else a tensordot.")
+    sum = _HOOKS.method_of("sum", "Sum over ``axis`` (``np.sum``'s arguments).")
+    prod = _HOOKS.method_of("prod", "Product over ``axis`` (``np.prod``'s arguments).")
+    max = _HOOKS.method_of("max", "Largest element over ``axis`` (``np.max``'s arguments).")
+    min = _HOOKS.method_of("min", "Smallest element over ``axis`` (``np.min``'s arguments).")
+    mean = _HOOKS.method_of("mean", "Mean over ``axis`` (``np.mean``'s arguments).")
+    std = _HOOKS.method_of("std", "Standard deviation; ``ddof`` is the standard's ``correction``.")
+    var = _HOOKS.method_of("var", "Variance; ``ddof`` is the standard's ``correction``.")
+    argmax = _HOOKS.method_of("argmax", "Index of the largest element (first on ties).")
+    argmin = _HOOKS.method_of("argmin", "Index of the smallest element (first on ties).")
+    any = _HOOKS.method_of("any", "Whether any element over ``axis`` is true.")
+    all = _HOOKS.method_of("all", "Whether every element over ``axis`` is true.")
+    cumsum = _HOOKS.method_of("cumsum", "Running sum (``axis=None``: of the flattened array).")
+    cumprod = _HOOKS.method_of("cumprod", "Running product (``axis=None``: flattened).")
+    clip = _HOOKS.method_of("clip", "Elements limited to ``[min, max]``.")
+    round = _HOOKS.method_of("round", "Rounded to the nearest integer (``decimals=0`` only).")
+    conj = conjugate = _HOOKS.method_of("conj", "Complex conjugate.")
+    nonzero = _HOOKS.method_of("nonzero", "Indices of the non-zero elements (a tuple).")
+    sort = _HOOKS.method_of("sort", "Sort in place along ``axis`` (returns ``None``).")
+    argsort = _HOOKS.method_of("argsort", "Indices that sort along ``axis``.")
+    repeat = _HOOKS.method_of("repeat", "Each element repeated (``axis=None``: flattened).")
+    take = _HOOKS.method_of("take", "Elements at ``indices`` (``axis=None``: flattened).")
+    dot = _HOOKS.method_of("dot", "``np.dot(a, b)``: matmul for 1-d/2-d, else a tensordot.")
 
     def __array_namespace__(self, *, api_version: str | None = None):
         """The ``gpuarrays`` module (array API 2023.12 to 2025.12; ``ValueError`` otherwise)."""

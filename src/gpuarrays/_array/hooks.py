@@ -10,8 +10,11 @@ layer.  Instead of importing upward, the array's methods call the slots of
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 __all__ = ["HOOKS", "Hooks"]
 
@@ -42,6 +45,24 @@ class Hooks:
     def __init__(self) -> None:
         for slot in self.__slots__:
             setattr(self, slot, _unfilled(slot))
+
+    def method_of(self, name: str, doc: str) -> Callable[..., Any]:
+        """A NumPy-style array method (``a.sum(axis=0)``) that calls the ``method`` slot,
+        with the signature of NumPy's function of that name (self first) for ``help()``."""
+        hooks = self
+
+        def method(array, *args, **kwargs):
+            return hooks.method(name, array, args, kwargs)
+
+        method.__name__ = method.__qualname__ = name
+        method.__doc__ = doc
+        func = getattr(np, name, None)
+        if func is not None and not isinstance(func, np.ufunc):
+            sig = inspect.signature(func)
+            params = list(sig.parameters.values())
+            method.__signature__ = sig.replace(parameters=[
+                inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY), *params[1:]])
+        return method
 
 
 HOOKS = Hooks()

@@ -157,9 +157,12 @@ FUNCTIONS: list[tuple[str, object, dict]] = [
     ("shape", _attribute("shape"), {}), ("ndim", _attribute("ndim"), {}), ("size", _size, {}),
     ("iscomplexobj", lambda ns, g: g["x"].dtype.kind == "c", {}),
     ("isrealobj", lambda ns, g: g["x"].dtype.kind != "c", {}),
-    ("transpose", _method("transpose", "axes"), {}), ("permute_dims", _method("transpose", "axes"), {}),
-    ("squeeze", _method("squeeze", "axis"), {}), ("swapaxes", _method("swapaxes", "axis1", "axis2"), {}),
-    ("ravel", _method("ravel", "order"), {}), ("copy", _method("copy", "order"), {"ignore": ("subok",)}),
+    ("transpose", _method("transpose", "axes"), {}),
+    ("permute_dims", _method("transpose", "axes"), {}),
+    ("squeeze", _method("squeeze", "axis"), {}),
+    ("swapaxes", _method("swapaxes", "axis1", "axis2"), {}),
+    ("ravel", _method("ravel", "order"), {}),
+    ("copy", _method("copy", "order"), {"ignore": ("subok",)}),
     ("diagonal", _method("diagonal", "offset", "axis1", "axis2"), {}),
     ("reshape", "reshape", {}), ("expand_dims", "expand_dims", {}), ("moveaxis", "moveaxis", {}),
     ("broadcast_to", "broadcast_to", {"ignore": ("subok",)}),
@@ -173,13 +176,25 @@ FUNCTIONS: list[tuple[str, object, dict]] = [
     ("take", "take", {"flat": None, "ignore": ("mode",)}),
     ("take_along_axis", "take_along_axis", {}), ("nonzero", "nonzero", {}),
     ("sort", "sort", {"flat": -1, "ignore": ("kind", "stable")}),
-    ("argsort", "argsort", {"flat": -1, "ignore": ("stable",)}),
+    ("argsort", "argsort", {"flat": -1, "ignore": ("kind", "stable")}),  # ours is stable
     ("searchsorted", "searchsorted", {}), ("isin", "isin", {"ignore": ("assume_unique", "kind")}),
     ("unique", _unique, {"needs": "unique_values"}), ("unique_values", "unique_values", {}),
     ("unique_counts", "unique_counts", {}), ("unique_inverse", "unique_inverse", {}),
     ("unique_all", "unique_all", {}),
+    # creation with NumPy's like= (NEP 35): np.zeros(3, like=a) makes a gpuarrays array on
+    # a's device -- an explicit request, as ga.zeros(3, device=a.device) is
+    ("array", "array", {"like": True, "ignore": ("order", "subok")}),
+    ("asarray", "asarray", {"like": True, "ignore": ("order",)}),
+    ("ascontiguousarray", "asarray", {"like": True}),
+    ("arange", "arange", {"like": True}), ("empty", "empty", {"like": True, "ignore": ("order",)}),
+    ("zeros", "zeros", {"like": True, "ignore": ("order",)}),
+    ("ones", "ones", {"like": True, "ignore": ("order",)}),
+    ("full", "full", {"like": True, "ignore": ("order",)}),
+    ("eye", "eye", {"like": True, "rename": {"M": "n_cols"}, "ignore": ("order",)}),
+    ("identity", "eye", {"like": True}),
     # linear algebra and fft (branch linalg)
-    ("dot", _dot, {"needs": "tensordot"}), ("tensordot", "tensordot", {}), ("linalg.norm", _norm, {"needs": "linalg.vector_norm"}),
+    ("dot", _dot, {"needs": "tensordot"}), ("tensordot", "tensordot", {}),
+    ("linalg.norm", _norm, {"needs": "linalg.vector_norm"}),
     *((f"linalg.{n}", f"linalg.{n}", {}) for n in (
         "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul",
         "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
@@ -244,7 +259,8 @@ def _same(value, default) -> bool:
 class Entry:
     """One NumPy function and how it runs on the namespace."""
 
-    __slots__ = ("numpy_name", "target", "rename", "ignore", "flat", "needs", "signature")
+    __slots__ = ("numpy_name", "target", "rename", "ignore", "flat", "needs", "like",
+                 "signature")
 
     def __init__(self, numpy_name: str, func, target, options: dict) -> None:
         self.numpy_name = numpy_name
@@ -253,6 +269,7 @@ class Entry:
         self.ignore = frozenset(options.get("ignore", ()))
         self.flat = options.get("flat", _NO_FLAT)  # NumPy's default axis where None flattens
         self.needs = options.get("needs", target if isinstance(target, str) else None)
+        self.like = options.get("like", False)  # NEP 35: made on the like= array's device
         self.signature = _signature(func)
 
     def available(self, ns) -> bool:
@@ -275,8 +292,12 @@ class Entry:
             given[name] = value
         return given
 
-    def __call__(self, ns, args: tuple, kwargs: dict):
+    def __call__(self, ns, args: tuple, kwargs: dict, like=None):
         given = self.given(args, kwargs)
+        if self.like:
+            given.pop("like", None)
+            if like is not None and "device" not in given:
+                given["device"] = like.device
         out = given.pop("out", None)
         if type(out) is tuple and len(out) == 1:
             out = out[0]
@@ -381,7 +402,7 @@ def array_function(a, func, types, args, kwargs):
     ns = _namespace()
     if not entry.available(ns):
         return NotImplemented
-    return entry(ns, args, kwargs)
+    return entry(ns, args, kwargs, a)
 
 
 def array_method(name: str, a, args: tuple, kwargs: dict):
