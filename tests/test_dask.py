@@ -247,8 +247,8 @@ def test_min_and_max_over_axes(device, values):
 
 
 @pytest.mark.xfail(strict=True, reason="dask builds the meta of min/max with "
-                   "np.array([], like=meta, ndmin=...) (NEP 35), which gpuarrays' "
-                   "__array_function__ does not dispatch yet: the meta falls back to NumPy")
+                   "np.array([], like=meta, ndmin=...) (NEP 35); gpuarrays' np.array(like=) "
+                   "takes no ndmin yet, so the meta falls back to NumPy's")
 def test_min_and_max_keep_a_gpuarrays_meta(device, values):
     x = on(device, values, (5, 4))
     assert type(x.max(axis=0)._meta) is ga.GPUArray

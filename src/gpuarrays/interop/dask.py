@@ -52,10 +52,11 @@ from dask.tokenize import normalize_token
 from dask.utils import Dispatch
 
 from .._array.array import GPUArray
-from .._array.creation import arange as _ga_arange
-from .._array.creation import asarray, empty, full
+from .._array.creation import asarray, empty
 from .._common.errors import CacheInUseError
 from .._common.sizes import parse_size
+from .._compute.creation import arange as _ga_arange
+from .._compute.creation import full
 from .._compute.elementwise import isnan, logical_not
 from .._compute.statistical import sum as _ga_sum
 from .._memory.cache import AllocCache, cached
@@ -277,8 +278,8 @@ def _creation_args(shape, chunks, dtype, name, order, kwargs, what: str):
     if isinstance(shape, np.ndarray):
         shape = shape.tolist()
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    dt = _float64 if dtype is None else np.dtype(dtype)
-    get_device(None).require(dt)
+    dev = get_device(None)
+    dt = dev.dtype_of(dtype)  # None: the device's default floating type, as ga.ones
     return shape, normalize_chunks(chunks, shape, dtype=dt), dt
 
 
