@@ -95,6 +95,7 @@ CASES = [
     ("isin", lambda a, b, i: np.isin(i, i[:2])),
     ("asarray", lambda a, b, i: np.asarray([1.0, 2.5], like=a)),   # NEP 35: on a's device
     ("array", lambda a, b, i: np.array([[1, 2]], like=a)),
+    ("array", lambda a, b, i: np.array([], like=a, ndmin=2)),      # dask's metas
     ("zeros", lambda a, b, i: np.zeros((2, 3), dtype=np.float32, like=a)),
     ("ones", lambda a, b, i: np.ones(4, like=i)),
     ("full", lambda a, b, i: np.full((2,), 7, like=i)),

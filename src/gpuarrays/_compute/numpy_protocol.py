@@ -294,8 +294,10 @@ class Entry:
 
     def __call__(self, ns, args: tuple, kwargs: dict, like=None):
         given = self.given(args, kwargs)
+        ndmin = 0
         if self.like:
             given.pop("like", None)
+            ndmin = given.pop("ndmin", 0)  # np.array(..., ndmin=): leading axes of length 1
             if like is not None and "device" not in given:
                 given["device"] = like.device
         out = given.pop("out", None)
@@ -319,6 +321,10 @@ class Entry:
         finally:
             if temp is not None:
                 temp.free()
+        if ndmin and ndmin > result.ndim:
+            view = result.reshape((1,) * (ndmin - result.ndim) + result.shape)
+            result.free()  # the view holds its own handle on the storage
+            result = view
         if out is None:
             return result
         try:
