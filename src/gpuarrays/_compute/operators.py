@@ -19,7 +19,7 @@ from . import indexing
 from . import numpy_protocol
 from .dispatch import apply
 from .linalg import imatmul, matmul
-from .promotion import SCALAR_TYPES
+from .promotion import SCALAR_TYPES, key_of, resolve
 from .statistical import reduce_ufunc
 from .table import BY_UFUNC, DTYPES, OPS
 
@@ -90,6 +90,11 @@ def array_ufunc(a, ufunc, method: str, *inputs, **kwargs):
     if op is None or method != "__call__":
         return NotImplemented
     out = kwargs.pop("out", None)
+    # dask: dtype= naming the dtype the call gives anyway is the plain call (dask's tensordot
+    # sums partial products with np.add(a, b, dtype=dt)); any other dtype stays refused.
+    dtype = kwargs.pop("dtype", None)
+    if dtype is not None and not _gives(op, inputs, dtype):
+        return NotImplemented
     for k, v in kwargs.items():
         default = _UFUNC_KWARGS.get(k, out)  # ``out`` stands for "no such option"
         if not (v is default or (type(v) is type(default) and v == default)):
@@ -104,6 +109,20 @@ def array_ufunc(a, ufunc, method: str, *inputs, **kwargs):
     if len(inputs) != op.nin or not all(_takes(x) for x in inputs):
         return NotImplemented
     return apply(op, inputs, out)
+
+
+def _gives(op, inputs: tuple, dtype) -> bool:
+    """Whether ``op`` on ``inputs`` computes in and returns ``dtype`` (dask: see above)."""
+    arrays = [x for x in inputs if isinstance(x, ArrayBase)]
+    if not arrays or not all(_takes(x) for x in inputs):
+        return False
+    try:
+        want = np.dtype(dtype)
+        arg_dtypes, dt = resolve(op, tuple(key_of(x) for x in inputs),
+                                 arrays[0]._storage.device.info.float64)
+    except TypeError:
+        return False
+    return dt == want and all(a == want for a in arg_dtypes)
 
 
 def namespace(api_version: str | None):

@@ -195,8 +195,11 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None, correcti
     axes = normalize_axes(name, axis, len(shape))
     count = math.prod(shape[k] for k in axes)
     if count == 0 and row.empty is None:
+        # dask: NumPy's wording ends the message -- Dask (and others) recognise it to
+        # build a zero-size meta for min/max instead of giving up on the chunk type.
         raise ValueError(f"{name}() of an empty sequence (shape {shape}, axis {axis!r}) has "
-                         f"no value; reduce over axes of non-zero length")
+                         f"no value; reduce over axes of non-zero length (zero-size array to "
+                         f"reduction operation {name} which has no identity)")
     if name in ("var", "std"):
         correction = _check_correction(name, correction)
     dev = x._storage.device

@@ -166,11 +166,16 @@ class Generator:
         return dt
 
     # distributions -----------------------------------------------------------------
-    def random(self, size=None, dtype=None, *, device=None) -> GPUArray:
+    def random(self, size=None, dtype=None, out=None, *, device=None) -> GPUArray:
         """Uniform floats in [0, 1): ``k * 2**-24`` (float32) or ``k * 2**-53`` (float64).
 
         ``dtype`` float32 or float64 (default float64 where the device has it).
+        ``out`` exists for NumPy's signature (Dask passes ``out=None``); only ``None``.
         """
+        # dask: NumPy's out= parameter, which dask.array.random passes as None
+        if out is not None:
+            raise TypeError(f"Generator.random(out=...) is not supported (got "
+                            f"{type(out).__name__}); use the returned array or ga.copyto")
         dev = self._dev(device)
         dt = self._float_dtype("random", dtype, dev)
         return self._fill("uniform", _shape(size), dt, dev, (0.0, 1.0))
