@@ -39,6 +39,7 @@ import numpy as np
 import gpuarrays as ga
 
 from .pipeline import Progress
+from .plot import block_names
 
 __all__ = ["KMeansResult", "make_stream", "kmeans_step", "run_kmeans", "numpy_kmeans",
            "run_demo", "conclusion", "buffer_names", "main"]
@@ -221,30 +222,16 @@ def buffer_names(device: ga.Device, points: int = POINTS, dim: int = DIM,
         ("centres and updates (k, d)", k * dim * f),
         ("counts (k,)", k * f),
     )
-    names: dict[int, str] = {}
-    for name, nbytes in buffers:
-        block = -(-nbytes // 512) * 512
-        names[block] = f"{names[block]} / {name}" if block in names else name
-    return names
+    return block_names(buffers)
 
 
 def _plot(snapshots: list[tuple[str, dict]], path: str, device) -> None:
-    from .plot import plot_snapshot
+    from .plot import plot_runs
 
     names = buffer_names(device)
-    runs = []
-    for label, snap in snapshots:
-        events = []
-        for e in snap["events"]:
-            if e["device"] != str(device):
-                continue
-            if "stack" in e:
-                e = {**e, "stack": [names.get(e["size"], f"other ({e['size']} B)")]}
-            events.append(e)
-        runs.append({"label": label, "events": events})
-    plot_snapshot({"runs": runs}, path,
-                  title=f"gpuarrays demo on {device}: k-means memory in use, "
-                        "without and with a cache")
+    plot_runs(snapshots, path, device, names,
+              title=f"gpuarrays demo on {device}: k-means memory in use, "
+                    "without and with a cache")
 
 
 def run_demo(device=None, iterations: int = 60, repeats: int = 5, plot: str | None = None,

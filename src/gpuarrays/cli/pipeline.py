@@ -33,6 +33,8 @@ import numpy as np
 
 import gpuarrays as ga
 
+from .plot import block_names
+
 __all__ = ["Batch", "Progress", "RunResult", "pipeline_step", "numpy_step", "run_workload",
            "run_pipeline"]
 
@@ -256,30 +258,16 @@ def buffer_names(device: ga.Device, shape: tuple[int, ...] = BATCH_SHAPE) -> dic
         ("packet (header + bytes)", n * (HEADER + feature)),
         ("header staging (upload)", n * HEADER),
     )
-    names: dict[int, str] = {}
-    for name, nbytes in buffers:
-        block = -(-nbytes // 512) * 512
-        names[block] = f"{names[block]} / {name}" if block in names else name
-    return names
+    return block_names(buffers)
 
 
 def _plot(snapshots: list[tuple[str, dict]], path: str, device) -> None:
     """Draw both runs' histories, one panel each, with gpuarrays.cli.plot."""
-    from .plot import plot_snapshot
+    from .plot import plot_runs
 
     names = buffer_names(device)
-    runs = []
-    for label, snap in snapshots:
-        events = []
-        for e in snap["events"]:
-            if e["device"] != str(device):
-                continue
-            if "stack" in e:
-                e = {**e, "stack": [names.get(e["size"], f"other ({e['size']} B)")]}
-            events.append(e)
-        runs.append({"label": label, "events": events})
-    plot_snapshot({"runs": runs}, path,
-                  title=f"gpuarrays pipeline on {device}: memory in use, without and with a cache")
+    plot_runs(snapshots, path, device, names,
+              title=f"gpuarrays pipeline on {device}: memory in use, without and with a cache")
 
 
 def run_pipeline(device=None, iterations: int = 100, plot: str | None = None,

@@ -220,3 +220,29 @@ def plot_snapshot(snapshot, path: str | os.PathLike, title: str | None = None, *
             ax.legend(handles[::-1], labels[::-1], loc="upper left", bbox_to_anchor=(1.01, 1.0),
                       fontsize=8, title="allocation site", title_fontsize=8, frameon=False)
     fig.savefig(path, dpi=dpi)
+
+
+def block_names(buffers) -> dict[int, str]:
+    """``{pool block size: "name / name"}`` for ``(name, nbytes)`` pairs (512 B blocks)."""
+    names: dict[int, str] = {}
+    for name, nbytes in buffers:
+        block = -(-nbytes // 512) * 512
+        names[block] = f"{names[block]} / {name}" if block in names else name
+    return names
+
+
+def plot_runs(snapshots: list[tuple[str, dict]], path: str, device, names: dict[int, str],
+              title: str) -> None:
+    """Draw labelled ``memory_history`` snapshots of one device, one panel each, their
+    allocations named by block size (``names``, from :func:`block_names`)."""
+    runs = []
+    for label, snap in snapshots:
+        events = []
+        for e in snap["events"]:
+            if e["device"] != str(device):
+                continue
+            if "stack" in e:
+                e = {**e, "stack": [names.get(e["size"], f"other ({e['size']} B)")]}
+            events.append(e)
+        runs.append({"label": label, "events": events})
+    plot_snapshot({"runs": runs}, path, title=title)
