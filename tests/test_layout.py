@@ -215,8 +215,13 @@ def test_reshape_same_shape_returns_self(device):
     assert g.reshape(2, 3) is g
     assert g.reshape((2, 3)) is g
     assert g.reshape(-1, 3) is g
-    assert ga.reshape(g, (2, 3)) is g
     assert g.storage.refcount == before
+    # The function, like numpy.reshape, gives a new handle on the same storage: freeing
+    # it never frees g (docs/manipulation.md).
+    r = ga.reshape(g, (2, 3))
+    assert r is not g and r.storage is g.storage and g.storage.refcount == before + 1
+    r.free()
+    assert g.storage.refcount == before and not g.is_freed
     t = g.T
     assert t.reshape(3, 2) is t
 

@@ -401,8 +401,8 @@ def transpose(a, axes=None):
 def moveaxis(x, source, destination, /):
     """A view with the axes ``source`` moved to ``destination`` (ints or tuples alike)."""
     x = _array("moveaxis", x)
-    src = source if isinstance(source, tuple) else (source,)
-    dst = destination if isinstance(destination, tuple) else (destination,)
+    src = tuple(source) if isinstance(source, (tuple, list)) else (source,)  # NumPy: sequences
+    dst = tuple(destination) if isinstance(destination, (tuple, list)) else (destination,)
     if len(src) != len(dst):
         raise ValueError(f"moveaxis(): source {source!r} and destination {destination!r} "
                          f"must name as many axes")
