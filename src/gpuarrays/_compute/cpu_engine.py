@@ -188,11 +188,12 @@ def _apply(op: Op, z: np.ndarray, xs: list) -> None:
 # Where the standard's special cases and NumPy's differ ----------------------------------
 # NumPy's floor_divide follows Python (inf // 2 is NaN, 1 // -inf is -1), its complex
 # expm1 gives NaN for infinite parts and -0 for expm1(-0+0j), its complex tanh gives the
-# sign of sin(2b) to the zero imaginary part at infinite real parts; the standard says
-# otherwise and wins (docs/conformance.md).  Each fix runs NumPy's ufunc for every element
-# and then overwrites the few special inputs, found by one cheap pass over the operands
-# (a few per cent of the ufunc's time).  The special inputs are gathered before the ufunc
-# runs, so an output that is also an input (``a //= b``) still sees them.
+# zero imaginary part at an infinite real part the sign of sin(2b), its complex sign gives
+# 1 for inf+nanj; the standard says otherwise and wins (docs/conformance.md).  Each fix
+# runs NumPy's ufunc for every element and then overwrites the few special inputs, found
+# by one cheap pass over the operands (a few per cent of the ufunc's time).  The special
+# inputs are gathered before the ufunc runs, so an output that is also an input
+# (``a //= b``) still sees them.
 
 def _gathered(x, shape: tuple, mask: np.ndarray):
     """The elements of ``x`` (an array broadcast to ``shape``, or a scalar) under ``mask``."""
@@ -267,8 +268,16 @@ def _tanh_complex(z, x) -> None:
     z[mask] = fixed
 
 
+def _sign_complex(z, x) -> None:
+    """Complex ``sign`` with a NaN part is ``NaN + NaN j`` (NumPy: ``sign(inf+nanj)`` is 1)."""
+    mask = np.asarray(np.isnan(x))
+    np.sign(x, out=z)
+    if mask.any():
+        z[mask] = complex(np.nan, np.nan)
+
+
 _STANDARD = {"floor_divide": ("f", _floor_divide), "expm1": ("c", _expm1_complex),
-             "tanh": ("c", _tanh_complex)}
+             "tanh": ("c", _tanh_complex), "sign": ("c", _sign_complex)}
 """Operation -> (result dtype kinds, ``fn(z, *xs)``) where the standard's values are not
 NumPy's ufunc's."""
 
