@@ -77,7 +77,7 @@ class Expr:
 
 # Per-dtype names ------------------------------------------------------------------------
 _MATH = frozenset("""
-acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh exp expm1 fabs floor fmod
+acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh exp expm1 fabs floor fmax fmod
 hypot log log1p log2 log10 nextafter pow rint sin sinh sqrt tan tanh trunc
 """.split())
 
@@ -268,8 +268,15 @@ DEV {C} c_asinh_{K}({C} z) {{
     }}
     int neg = z.x < 0 || (z.x == 0 && signbit(z.x));
     {C} w = neg ? c_make_{K}(-z.x, -z.y) : z;
-    {C} w2 = c_mul_{K}(w, w);
-    {C} r = c_log_{K}(c_add_{K}(w, c_sqrt_{K}(c_make_{K}(w2.x + 1, w2.y))));
+    {C} r;
+    if ({fmax}(w.x, {fabs}(w.y)) > ({R})(sizeof({R}) == 4 ? 4096.0 : 67108864.0)) {{
+        /* |z| beyond 1/sqrt(eps): sqrt(z*z + 1) is z, and z*z could overflow */
+        r = c_log_{K}(w);
+        r.x += ({R})0.693147180559945309417232121458176568;
+    }} else {{
+        {C} w2 = c_mul_{K}(w, w);
+        r = c_log_{K}(c_add_{K}(w, c_sqrt_{K}(c_make_{K}(w2.x + 1, w2.y))));
+    }}
     return neg ? c_make_{K}(-r.x, -r.y) : r;
 }}
 DEV {C} c_asin_{K}({C} z) {{ return c_mul_mi_{K}(c_asinh_{K}(c_mul_i_{K}(z))); }}
