@@ -641,9 +641,17 @@ class GPUArray(_core.Array):
                             f"{self._dtype}; convert with astype(ga.int64)")
         return int(self.item())
 
-    def to_device(self, device, kind: str | None = None) -> GPUArray:
-        """This array on ``device`` (and ``kind``); ``self`` if it is already there."""
-        return transfer.to_device(self, get_device(device), kind)
+    # conformance: the standard's signature, kind= kept as an extra keyword
+    def to_device(self, device, /, *, stream=None, kind: str | None = None) -> GPUArray:
+        """This array on ``device`` (and ``kind``); ``self`` if it is already there.
+
+        ``stream``: ``None``, or on CUDA an int as ``__dlpack__`` takes (the copy is
+        complete when this returns); ``ValueError`` on devices without streams.
+        """
+        dev = get_device(device)
+        if stream is not None:
+            transfer.check_stream(self, dev, stream)
+        return transfer.to_device(self, dev, kind)
 
     # host views and pickling -----------------------------------------------------------
     def host_view(self) -> np.ndarray:

@@ -74,6 +74,8 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
     if copy is False:
         raise ValueError(f"cannot make a GPUArray from {type(obj).__name__} without a copy; "
                          f"use ga.unsafe_wrap for zero-copy wrapping of host memory")
+    if type(obj) in _SEQUENCES and _holds_arrays(obj):
+        return _from_nested(obj, dtype, device, "device" if kind is None else kind)
     try:
         host = np.asarray(obj) if dtype is None else np.asarray(obj, dtype=normalize_dtype(dtype))
     except UnsupportedDTypeError:
@@ -81,6 +83,95 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
     except (TypeError, ValueError) as e:
         raise type(e)(f"cannot make a GPUArray from {type(obj).__name__}: {e}") from None
     return _from_host(host, dtype, device, "device" if kind is None else kind)
+
+
+# Nested sequences holding GPUArrays ([x[0], x[1]], [[a, 1.0], [b, c]]) -------------------
+_SEQUENCES = (list, tuple)
+_SCALARS = frozenset((bool, int, float, complex))
+
+
+def _holds_arrays(seq) -> bool:
+    """Whether a list/tuple holds a GPUArray at any depth (one C-speed pass per level)."""
+    types = set(map(type, seq))
+    if types <= _SCALARS:
+        return False
+    if any(issubclass(t, GPUArray) for t in types):
+        return True
+    return any(_holds_arrays(e) for e in seq if type(e) in _SEQUENCES)
+
+
+def _nested_layout(obj, arrays: list, host: list, index: tuple) -> tuple:
+    """The shape of ``obj``; GPUArray leaves go to ``arrays`` and the others (Python
+    scalars, NumPy arrays) to ``host``, each as ``(index, value)``."""
+    if isinstance(obj, GPUArray):
+        obj._live()
+        arrays.append((index, obj))
+        return obj.shape
+    if type(obj) in _SEQUENCES:
+        shapes = [_nested_layout(e, arrays, host, index + (i,)) for i, e in enumerate(obj)]
+        if any(sh != shapes[0] for sh in shapes):
+            raise ValueError(f"asarray(): the nested sequence is ragged: elements at "
+                             f"{index or 'the top'} have shapes {sorted(set(shapes))}; every "
+                             f"element of a level must have the same shape")
+        return (len(obj), *(shapes[0] if shapes else ()))
+    if type(obj) not in _SCALARS:
+        obj = np.asarray(obj)
+        if obj.dtype == object:
+            raise TypeError(f"asarray(): cannot hold {type(obj).__name__} in an array")
+    host.append((index, obj))
+    return np.shape(obj)
+
+
+def _from_nested(obj, dtype, device, kind: str) -> GPUArray:
+    """A new array from a nested sequence of GPUArrays and Python scalars (the standard's
+    nested sequence): on the arrays' device (``ValueError`` when they are on several) or
+    ``device``, of the promoted dtype (arrays, Python scalars weak) unless ``dtype`` is
+    given.  Scalars reach the device in one upload, each array by a copy into its slice on
+    the device (no host round trip of device data)."""
+    arrays: list = []
+    host: list = []
+    shape = _nested_layout(obj, arrays, host, ())
+    devices = {a.device for _, a in arrays}
+    if len(devices) > 1:
+        names = ", ".join(sorted(str(d) for d in devices))
+        raise ValueError(f"asarray(): the sequence holds arrays on different devices ({names}); "
+                         f"move them to one device with x.to_device() first")
+    dev = devices.pop() if device is None else get_device(device)
+    if dtype is not None:
+        dt = dev.dtype_of(dtype)
+    else:
+        dt = np.result_type(*(a.dtype for _, a in arrays),
+                            *(v if type(v) in _SCALARS else v.dtype for _, v in host))
+        if (not dev.info.float64 and dt in (np.float64, np.complex128)
+                and all(a.dtype != dt for _, a in arrays)):
+            dt = np.dtype(np.float32 if dt == np.float64 else np.complex64)  # a scalar's
+        dt = dev.dtype_of(dt)
+    staged = None
+    if host:  # converted before anything is allocated: a value that does not fit raises
+        staged = np.zeros(shape, dt)
+        try:
+            for index, v in host:
+                staged[index] = v
+        except (TypeError, ValueError, OverflowError) as e:
+            raise type(e)(f"asarray(): cannot hold {v!r:.60} in a {dt} array: {e}") from None
+    out = new_array(normalize_shape(shape), dt, dev, kind)
+    try:
+        if staged is not None:
+            transfer.upload(out, staged)
+        for index, a in arrays:
+            if a.size == 0:
+                continue
+            moved = a if a.device == dev else a.to_device(dev)  # device= asked for a move
+            try:
+                with out[index] as dst:
+                    transfer.copy_raw(dst, moved)
+            finally:
+                if moved is not a:
+                    moved.free()
+    except BaseException:
+        out.free()
+        raise
+    return out
 
 
 def _from_gpuarray(a: GPUArray, dtype, device, kind, copy) -> GPUArray:
@@ -94,7 +185,7 @@ def _from_gpuarray(a: GPUArray, dtype, device, kind, copy) -> GPUArray:
                          f"{a.kind} memory on {a.device}, {dt} {kind} memory on {dev} was asked")
     if same_place and dt == a.dtype:
         return a.copy() if copy else a
-    moved = a.to_device(dev, kind)
+    moved = a.to_device(dev, kind=kind)
     if dt == moved.dtype:
         return moved.copy() if (copy and moved is a) else moved
     converted = moved.astype(dt)

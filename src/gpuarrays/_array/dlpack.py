@@ -471,14 +471,14 @@ def _from_gpuarray(x: GPUArray, target, copy) -> GPUArray:
     if copy is False:
         raise ValueError(f"from_dlpack(copy=False): the array is on {x.device}, {target} was "
                          f"asked; that needs a copy")
-    return x.to_device(target, "device")
+    return x.to_device(target, kind="device")
 
 
 def _place(a: GPUArray, target, copy) -> GPUArray:
     """``a`` (just imported) copied when asked or moved to ``target``."""
     if target is not None and target != a.device:
         try:
-            return a.to_device(target, "device")
+            return a.to_device(target, kind="device")
         finally:
             a.free()
     if copy:

@@ -217,6 +217,26 @@ def to_device(src, device, kind: str | None):
     return out
 
 
+def check_stream(src, device, stream) -> None:
+    """Refuse a ``to_device(stream=...)`` the devices cannot honour (``ValueError``).
+
+    Only CUDA has streams: there ``stream`` is an int as ``__dlpack__`` takes (not 0,
+    which is ambiguous), and the copy synchronises, so any stream sees it complete.
+    """
+    devices = (src._live().device, device)
+    if any(d.backend != "cuda" for d in devices):
+        names = " and ".join(sorted({str(d) for d in devices if d.backend != "cuda"}))
+        verb = "have" if " and " in names else "has"
+        raise ValueError(f"to_device(stream={stream!r}): {names} {verb} no streams; pass "
+                         f"stream=None (the copy completes before to_device returns)")
+    if isinstance(stream, bool) or not isinstance(stream, int):
+        raise ValueError(f"to_device(): stream must be None or an int, got "
+                         f"{type(stream).__name__}")
+    if stream == 0:
+        raise ValueError("to_device(stream=0): stream 0 is ambiguous for CUDA; pass 1 (legacy "
+                         "default stream), 2 (per-thread default) or a stream handle")
+
+
 def outside_handle(a):
     """A new handle on ``a``'s storage for something gpuarrays cannot revoke: a hold.
 

@@ -21,7 +21,7 @@ from .._array.make import ArrayBase
 from .._common.raw import ndarray_at
 from .table import Op
 
-__all__ = ["run", "view", "kernel"]
+__all__ = ["run", "view", "kernel", "standard_fix"]
 
 try:
     # The error state lives in a context variable; setting it directly costs 0.2 us where
@@ -176,6 +176,130 @@ def run(op: Op, out, args: tuple) -> None:
 
 def _apply(op: Op, z: np.ndarray, xs: list) -> None:
     if op.typing == "ufunc":
-        op.ufunc(*xs, out=z)
+        fix = _STANDARD.get(op.name)
+        if fix is not None and z.dtype.kind in fix[0]:
+            fix[1](z, *xs)
+        else:
+            op.ufunc(*xs, out=z)
     else:
         kernel(op)(z, *xs)
+
+
+# Where the standard's special cases and NumPy's differ ----------------------------------
+# NumPy's floor_divide follows Python (inf // 2 is NaN, 1 // -inf is -1), its complex
+# expm1 gives NaN for infinite parts and -0 for expm1(-0+0j), its complex tanh gives the
+# zero imaginary part at an infinite real part the sign of sin(2b), its complex sign gives
+# 1 for inf+nanj; the standard says otherwise and wins (docs/conformance.md).  Each fix
+# runs NumPy's ufunc for every element and then overwrites the few special inputs.  One
+# sum per operand finds whether there can be any (a finite sum: no infinity, no NaN), so
+# ordinary data costs one fast pass; the special inputs are gathered before the ufunc runs,
+# so an output that is also an input (``a //= b``) still sees them.
+
+def _finite(x) -> bool:
+    """No infinity or NaN in ``x`` (an array or a Python scalar); False may be a false alarm
+    (a sum that overflows), which only costs the careful path."""
+    if isinstance(x, np.ndarray):
+        return bool(np.isfinite(np.add.reduce(x, axis=None)))
+    return type(x) is not float or x - x == 0
+
+
+def _gathered(x, shape: tuple, mask: np.ndarray):
+    """The elements of ``x`` (an array broadcast to ``shape``, or a scalar) under ``mask``."""
+    if isinstance(x, np.ndarray):
+        return np.broadcast_to(x, shape)[mask]
+    return x
+
+
+def _is_inf(x):
+    """``isinf`` of an operand: an array, or a Python scalar (ints are never infinite)."""
+    if isinstance(x, np.ndarray):
+        return np.isinf(x)
+    return isinstance(x, float) and (x == np.inf or x == -np.inf)
+
+
+def _floor_divide(z, x1, x2) -> None:
+    """Real floating ``floor_divide``: an infinite operand against a finite one gives the
+    quotient's signed infinity or signed zero (``x1 / x2``) where NumPy gives NaN or -1."""
+    if _finite(x1) and _finite(x2):
+        np.floor_divide(x1, x2, out=z)
+        return
+    mask = np.asarray(np.logical_or(_is_inf(x1), _is_inf(x2)))
+    if not mask.any():
+        np.floor_divide(x1, x2, out=z)
+        return
+    mask = np.broadcast_to(mask, z.shape)
+    fixed = np.divide(_gathered(x1, z.shape, mask), _gathered(x2, z.shape, mask))
+    np.floor_divide(x1, x2, out=z)
+    z[mask] = fixed
+
+
+def _complex_parts(re: np.ndarray, im: np.ndarray, dt: np.dtype) -> np.ndarray:
+    out = np.empty(re.shape, dt)
+    out.real = re
+    out.imag = im
+    return out
+
+
+def _expm1_special(v: np.ndarray) -> np.ndarray:
+    """The standard's complex ``expm1`` for non-finite ``v``."""
+    a, b = v.real, v.imag
+    finite_b = np.isfinite(b)
+    nan = np.nan
+    re = np.select([np.isposinf(a) & (b == 0), np.isposinf(a) & finite_b, np.isposinf(a),
+                    np.isneginf(a)],
+                   [np.inf, np.inf * np.cos(b), np.inf, -1.0], nan)
+    im = np.select([np.isposinf(a) & (b == 0), np.isposinf(a) & finite_b, np.isposinf(a),
+                    np.isneginf(a) & finite_b, np.isneginf(a), np.isnan(a) & (b == 0)],
+                   [b, np.inf * np.sin(b), nan, np.copysign(0.0, np.sin(b)), 0.0, b], nan)
+    return _complex_parts(re, im, v.dtype)
+
+
+def _expm1_complex(z, x) -> None:
+    """Complex ``expm1``: the standard's values at infinite and NaN parts, and ``+0`` real
+    at ``+-0 + 0j`` (a result of exactly ``-0 +- 0j`` only comes from a ``-0 +- 0j`` input)."""
+    if _finite(x):
+        np.expm1(x, out=z)
+    else:
+        mask = np.asarray(~np.isfinite(x))
+        fixed = _expm1_special(x[mask])
+        np.expm1(x, out=z)
+        z[mask] = fixed
+    zero = np.asarray(z == 0)
+    if zero.any():
+        z.real[zero] = 0.0
+
+
+def _tanh_complex(z, x) -> None:
+    """Complex ``tanh`` at an infinite real part: ``+-1 + 0j`` with the zero's sign the
+    imaginary part's (the standard), where NumPy signs it as ``sin(2b)``."""
+    if _finite(x):
+        np.tanh(x, out=z)
+        return
+    mask = np.asarray(np.isinf(x.real))
+    v = x[mask]
+    fixed = _complex_parts(np.copysign(1.0, v.real), np.copysign(0.0, v.imag), v.dtype)
+    np.tanh(x, out=z)
+    z[mask] = fixed
+
+
+def _sign_complex(z, x) -> None:
+    """Complex ``sign`` with a NaN part is ``NaN + NaN j`` (NumPy: ``sign(inf+nanj)`` is 1)."""
+    if _finite(x):
+        np.sign(x, out=z)
+        return
+    mask = np.asarray(np.isnan(x))
+    np.sign(x, out=z)
+    z[mask] = complex(np.nan, np.nan)
+
+
+_STANDARD = {"floor_divide": ("f", _floor_divide), "expm1": ("c", _expm1_complex),
+             "tanh": ("c", _tanh_complex), "sign": ("c", _sign_complex)}
+"""Operation -> (result dtype kinds, ``fn(z, *xs)``) where the standard's values are not
+NumPy's ufunc's."""
+
+
+def standard_fix(op: Op, dt: np.dtype) -> bool:
+    """Whether ``op`` with result dtype ``dt`` runs a fix above instead of the bare ufunc
+    (then the compiled path calls :func:`run`, not the ufunc)."""
+    fix = _STANDARD.get(op.name)
+    return fix is not None and dt.kind in fix[0]

@@ -215,9 +215,20 @@ def _typer(op: Op):
             typed = _type_on(op, keys, dev)
         arg_dtypes, dt, limits = typed
         # the device engine, called engine(result, args, given); None: the compiled cpu engine
-        engine = None if dev.backend == "cpu" else partial(_run_on_device, op, dev, arg_dtypes)
+        # (the bare ufunc), or the cpu engine in Python where the standard's special values
+        # are not the ufunc's (cpu_engine.standard_fix)
+        if dev.backend != "cpu":
+            engine = partial(_run_on_device, op, dev, arg_dtypes)
+        elif cpu_engine.standard_fix(op, dt):
+            engine = partial(_run_cpu, op)
+        else:
+            engine = None
         return dt, limits, engine, dev.gate
     return typer
+
+
+def _run_cpu(op: Op, result, args: tuple, given: bool) -> None:
+    cpu_engine.run(op, result, args)
 
 
 # NumPy 2.4 deprecates a positional output for these two (a third input, once)

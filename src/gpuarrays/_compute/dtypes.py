@@ -86,7 +86,27 @@ def finfo(type, /):  # noqa: A002 -- the standard's parameter name
     if dt.kind not in "fc":
         raise ValueError(f"finfo() needs a floating-point dtype, got {dt}; use iinfo() for "
                          "integers")
-    return np.finfo(dt)
+    return FInfo(dt)
+
+
+class FInfo:
+    """What :func:`finfo` returns: the standard's fields as Python ``int``/``float``
+    (not NumPy scalars) and ``dtype`` the real floating dtype."""
+
+    __slots__ = ("bits", "eps", "max", "min", "smallest_normal", "dtype")
+
+    def __init__(self, dt: np.dtype) -> None:
+        f = np.finfo(dt)
+        self.bits = int(f.bits)
+        self.eps = float(f.eps)
+        self.max = float(f.max)
+        self.min = float(f.min)
+        self.smallest_normal = float(f.smallest_normal)
+        self.dtype = normalize_dtype(f.dtype)
+
+    def __repr__(self) -> str:
+        return (f"finfo(bits={self.bits}, eps={self.eps!r}, max={self.max!r}, min={self.min!r}, "
+                f"smallest_normal={self.smallest_normal!r}, dtype={self.dtype})")
 
 
 def iinfo(type, /):  # noqa: A002 -- the standard's parameter name

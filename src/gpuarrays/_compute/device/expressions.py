@@ -77,7 +77,7 @@ class Expr:
 
 # Per-dtype names ------------------------------------------------------------------------
 _MATH = frozenset("""
-acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh exp expm1 fabs floor fmod
+acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh exp expm1 fabs floor fmax fmod
 hypot log log1p log2 log10 nextafter pow rint sin sinh sqrt tan tanh trunc
 """.split())
 
@@ -160,8 +160,16 @@ DEV {C} c_mul_mi_{K}({C} a) {{ return c_make_{K}(a.y, -a.x); }}     /* -i * a */
 
 def _complex_exp(t: TypeNames) -> str:
     return """
+/* Special values (infinite or NaN parts) as the standard's lists, which are C99's. */
 DEV {C} c_exp_{K}({C} z) {{
     if (z.y == 0) return c_make_{K}({exp}(z.x), z.y);
+    if (isinf(z.x)) {{
+        if (z.x < 0) return isfinite(z.y) ? c_make_{K}(0 * {cos}(z.y), 0 * {sin}(z.y))
+                                          : c_make_{K}(0, 0);
+        if (!isfinite(z.y)) return c_make_{K}(z.x, NAN);
+    }} else if (!isfinite(z.x) || !isfinite(z.y)) {{
+        return c_make_{K}(NAN, NAN);
+    }}
     {R} e = {exp}(z.x);
     return c_make_{K}(e * {cos}(z.y), e * {sin}(z.y));
 }}
@@ -180,6 +188,15 @@ DEV {C} c_sqrt_{K}({C} z) {{
     return c_make_{K}({fabs}(z.y) / (2 * t), {copysign}(t, z.y));
 }}
 DEV {C} c_expm1_{K}({C} z) {{
+    if (isinf(z.x)) {{
+        if (z.x < 0) return c_make_{K}(-1, isfinite(z.y) ? {copysign}(({R})0, {sin}(z.y)) : 0);
+        if (z.y == 0) return z;
+        return isfinite(z.y) ? c_make_{K}(z.x * {cos}(z.y), z.x * {sin}(z.y))
+                             : c_make_{K}(z.x, NAN);
+    }}
+    if (isnan(z.x)) return c_make_{K}(z.x, z.y == 0 ? z.y : NAN);
+    if (!isfinite(z.y)) return c_make_{K}(NAN, NAN);
+    if (z.x == 0 && z.y == 0) return c_make_{K}(0, z.y);
     {R} h = {sin}(z.y * 0.5{L});
     return c_make_{K}({expm1}(z.x) * {cos}(z.y) - 2 * h * h, {exp}(z.x) * {sin}(z.y));
 }}
@@ -192,10 +209,39 @@ DEV {C} c_log1p_{K}({C} z) {{
 
 def _complex_trig(t: TypeNames) -> str:
     return """
-DEV {C} c_sinh_{K}({C} z) {{ return c_make_{K}({sinh}(z.x) * {cos}(z.y), {cosh}(z.x) * {sin}(z.y)); }}
-DEV {C} c_cosh_{K}({C} z) {{ return c_make_{K}({cosh}(z.x) * {cos}(z.y), {sinh}(z.x) * {sin}(z.y)); }}
+/* Infinite and NaN parts give the standard's special values (C99's); sin, cos, tan,
+   asin, acos and atan inherit them through the identities below. */
+DEV {C} c_sinh_{K}({C} z) {{
+    if (z.y == 0) return c_make_{K}({sinh}(z.x), z.y);  /* also when sinh overflows */
+    if (isfinite(z.x) && isfinite(z.y))
+        return c_make_{K}({sinh}(z.x) * {cos}(z.y), {cosh}(z.x) * {sin}(z.y));
+    if (isinf(z.x)) {{
+        if (z.y == 0) return z;
+        return isfinite(z.y) ? c_make_{K}(z.x * {cos}(z.y), INFINITY * {sin}(z.y))
+                             : c_make_{K}(z.x, NAN);
+    }}
+    if (z.y == 0) return c_make_{K}(NAN, z.y);
+    if (z.x == 0) return c_make_{K}(z.x, NAN);
+    return c_make_{K}(NAN, NAN);
+}}
+DEV {C} c_cosh_{K}({C} z) {{
+    if (z.y == 0) return c_make_{K}({cosh}(z.x), {copysign}(({R})0, z.x) * z.y);
+    if (isfinite(z.x) && isfinite(z.y))
+        return c_make_{K}({cosh}(z.x) * {cos}(z.y), {sinh}(z.x) * {sin}(z.y));
+    if (isinf(z.x)) {{
+        if (z.y == 0) return c_make_{K}(INFINITY, {copysign}(({R})0, z.x) * z.y);
+        return isfinite(z.y) ? c_make_{K}(INFINITY * {cos}(z.y), z.x * {sin}(z.y))
+                             : c_make_{K}(INFINITY, NAN);
+    }}
+    if (z.y == 0) return c_make_{K}(NAN, z.y);
+    if (z.x == 0) return c_make_{K}(NAN, 0);
+    return c_make_{K}(NAN, NAN);
+}}
 /* Kahan's formula; far from the imaginary axis tanh is +-1 (and a tiny imaginary part). */
 DEV {C} c_tanh_{K}({C} z) {{
+    if (isinf(z.x)) return c_make_{K}({copysign}(({R})1, z.x), {copysign}(({R})0, z.y));
+    if (isnan(z.x)) return c_make_{K}(z.x, z.y == 0 ? z.y : NAN);
+    if (!isfinite(z.y)) return c_make_{K}(z.x == 0 ? z.x : NAN, NAN);
     if ({fabs}(z.x) > TANH_BIG_{K}) {{
         {R} e = {exp}(-2 * {fabs}(z.x));
         return c_make_{K}({copysign}(({R})1, z.x), 4 * {sin}(z.y) * {cos}(z.y) * e);
@@ -207,11 +253,30 @@ DEV {C} c_tanh_{K}({C} z) {{
 DEV {C} c_sin_{K}({C} z) {{ return c_mul_mi_{K}(c_sinh_{K}(c_mul_i_{K}(z))); }}
 DEV {C} c_cos_{K}({C} z) {{ return c_cosh_{K}(c_mul_i_{K}(z)); }}
 DEV {C} c_tan_{K}({C} z) {{ return c_mul_mi_{K}(c_tanh_{K}(c_mul_i_{K}(z))); }}
-/* asinh(z) = log(z + sqrt(z*z + 1)), evaluated where it does not cancel (odd function). */
+/* asinh(z) = log(z + sqrt(z*z + 1)), evaluated where it does not cancel (odd function).
+   Adding 1 touches the real part only, so a zero imaginary part keeps its sign (the side of
+   the branch cut).  Infinite and NaN parts: the standard's (C99's) values, computed for
+   |x| + i|y| and signed back (odd and conjugate-symmetric). */
 DEV {C} c_asinh_{K}({C} z) {{
+    if (!isfinite(z.x) || !isfinite(z.y)) {{
+        {R} ax = {fabs}(z.x), ay = {fabs}(z.y), re, im;
+        if (isinf(ay)) {{ re = INFINITY; im = isnan(ax) ? NAN : (isinf(ax) ? ({R})0.785398163397448309616 : ({R})1.57079632679489661923); }}
+        else if (isinf(ax)) {{ re = INFINITY; im = isnan(ay) ? NAN : 0; }}
+        else if (isnan(ax)) {{ re = NAN; im = ay == 0 ? ay : NAN; }}
+        else {{ re = NAN; im = NAN; }}
+        return c_make_{K}({copysign}(re, z.x), {copysign}(im, z.y));
+    }}
     int neg = z.x < 0 || (z.x == 0 && signbit(z.x));
     {C} w = neg ? c_make_{K}(-z.x, -z.y) : z;
-    {C} r = c_log_{K}(c_add_{K}(w, c_sqrt_{K}(c_add_{K}(c_mul_{K}(w, w), c_make_{K}(1, 0)))));
+    {C} r;
+    if ({fmax}(w.x, {fabs}(w.y)) > ({R})(sizeof({R}) == 4 ? 4096.0 : 67108864.0)) {{
+        /* |z| beyond 1/sqrt(eps): sqrt(z*z + 1) is z, and z*z could overflow */
+        r = c_log_{K}(w);
+        r.x += ({R})0.693147180559945309417232121458176568;
+    }} else {{
+        {C} w2 = c_mul_{K}(w, w);
+        r = c_log_{K}(c_add_{K}(w, c_sqrt_{K}(c_make_{K}(w2.x + 1, w2.y))));
+    }}
     return neg ? c_make_{K}(-r.x, -r.y) : r;
 }}
 DEV {C} c_asin_{K}({C} z) {{ return c_mul_mi_{K}(c_asinh_{K}(c_mul_i_{K}(z))); }}
@@ -221,12 +286,35 @@ DEV {C} c_acos_{K}({C} z) {{
 }}
 /* acosh(z) = log(z + sqrt(z + 1) * sqrt(z - 1)) */
 DEV {C} c_acosh_{K}({C} z) {{
-    {C} s = c_mul_{K}(c_sqrt_{K}(c_add_{K}(z, c_make_{K}(1, 0))),
-                      c_sqrt_{K}(c_sub_{K}(z, c_make_{K}(1, 0))));
+    if (!isfinite(z.x) || !isfinite(z.y)) {{  /* C99's values; conjugate-symmetric */
+        {R} ay = {fabs}(z.y), re, im;
+        if (isinf(ay)) {{
+            re = INFINITY;
+            im = isnan(z.x) ? NAN : (isinf(z.x) ? (z.x > 0 ? ({R})0.785398163397448309616
+                                                          : ({R})2.35619449019234492885)
+                                                : ({R})1.57079632679489661923);
+        }} else if (isinf(z.x)) {{
+            re = INFINITY;
+            im = isnan(ay) ? NAN : (z.x > 0 ? 0 : ({R})3.14159265358979323846);
+        }} else if (z.x == 0) {{ re = NAN; im = ({R})1.57079632679489661923; }}
+        else {{ re = NAN; im = NAN; }}
+        return c_make_{K}(re, isnan(im) ? im : {copysign}(im, z.y));
+    }}
+    {C} s = c_mul_{K}(c_sqrt_{K}(c_make_{K}(z.x + 1, z.y)),
+                      c_sqrt_{K}(c_make_{K}(z.x - 1, z.y)));
     return c_log_{K}(c_add_{K}(z, s));
 }}
-/* atanh(z) = (log1p(z) - log1p(-z)) / 2 */
+/* atanh(z) = (log1p(z) - log1p(-z)) / 2; infinite and NaN parts as C99 (odd and
+   conjugate-symmetric: computed for |x| + i|y| and signed back) */
 DEV {C} c_atanh_{K}({C} z) {{
+    if (!isfinite(z.x) || !isfinite(z.y)) {{
+        {R} ax = {fabs}(z.x), ay = {fabs}(z.y), re, im;
+        if (isinf(ay)) {{ re = 0; im = ({R})1.57079632679489661923; }}
+        else if (isinf(ax)) {{ re = 0; im = isnan(ay) ? NAN : ({R})1.57079632679489661923; }}
+        else if (isnan(ax)) {{ re = NAN; im = NAN; }}
+        else {{ re = ax == 0 ? ax : NAN; im = NAN; }}
+        return c_make_{K}({copysign}(re, z.x), {copysign}(im, z.y));
+    }}
     {C} r = c_sub_{K}(c_log1p_{K}(z), c_log1p_{K}(c_make_{K}(-z.x, -z.y)));
     return c_scale_{K}(r, 0.5{L});
 }}
@@ -299,7 +387,9 @@ def _float_helpers(t: TypeNames) -> str:
     """NumPy's npy_divmod (Python's sign rules), logaddexp, NaN-propagating extrema, sign."""
     return """
 DEV {T} floordiv_{K}({T} a, {T} b) {{
-    if (b == 0) return a / b;
+    /* the standard: an infinite operand against a finite one gives the quotient's signed
+       infinity or zero (Python and NumPy give NaN for inf // 2 and -1 for 1 // -inf) */
+    if (b == 0 || !isinf(a) != !isinf(b)) return a / b;
     {T} mod = {fmod}(a, b);
     {T} div = (a - mod) / b;
     if (mod != 0) {{
