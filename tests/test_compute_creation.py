@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import NUMERIC_DTYPES, SETTINGS, same_values, supported, values
 
 import gpuarrays as ga
 from gpuarrays._memory.devices import Device
 from gpuarrays.backends.cpu import CpuBackend
-from strategies import NUMERIC_DTYPES, SETTINGS, same_values, supported, values
 
 FEW = settings(SETTINGS, max_examples=10)
 P, K, V = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.KEYWORD_ONLY,

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import SETTINGS, STRUCT_DTYPE
 
 import gpuarrays as ga
 from gpuarrays._compute.compaction import select
-
-from strategies import SETTINGS, STRUCT_DTYPE
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]

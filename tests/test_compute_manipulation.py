@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import NUMERIC_DTYPES, SETTINGS, same_values, supported, values
 
 import gpuarrays as ga
-from strategies import NUMERIC_DTYPES, SETTINGS, same_values, supported, values
 
 FEW = settings(SETTINGS, max_examples=12)
 

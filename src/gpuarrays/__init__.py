@@ -36,39 +36,6 @@ from ._compute import __all__ as _compute_names
 from ._compute import __array_api_version__ as __array_api_version__
 from ._compute import __array_namespace_info__ as __array_namespace_info__
 from ._compute import install as _install_compute
-from ._compute.linalg import matmul, matrix_transpose, tensordot, vecdot  # docs/linalg.md
-from ._compute.searching import argmax, argmin, count_nonzero
-from ._compute.statistical import (
-    cumulative_prod,
-    cumulative_sum,
-    max,
-    mean,
-    min,
-    prod,
-    std,
-    sum,
-    var,
-)
-from ._compute.utility import all, any, diff
-from ._compute.indexing import nonzero, take, take_along_axis  # indexing (docs/indexing.md)
-# sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
-from ._compute.sets import isin, unique_all, unique_counts, unique_inverse, unique_values
-from ._compute.sorting import argsort, searchsorted, sort
-from ._memory.cache import AllocCache, cached, uncached
-from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
-from ._memory.history import memory_history
-from ._memory.lifecycle import device_reset, register_reset_hook
-from ._memory.stats import (
-    memory_stats,
-    memory_status,
-    record_allocations,
-    reset_peak_memory_stats,
-    set_memory_limit,
-    synchronize,
-    trim,
-)
-from ._memory.storage import Storage
-from .backends.base import PointerInfo
 
 # --- creation and manipulation (docs/manipulation.md): these replace the array layer's
 # creation functions and reshape/broadcast_to/moveaxis/expand_dims with the standard's
@@ -89,6 +56,8 @@ from ._compute.creation import (
     zeros,
     zeros_like,
 )
+from ._compute.indexing import nonzero, take, take_along_axis  # indexing (docs/indexing.md)
+from ._compute.linalg import matmul, matrix_transpose, tensordot, vecdot  # docs/linalg.md
 from ._compute.manipulation import (
     broadcast_arrays,
     broadcast_shapes,
@@ -108,6 +77,38 @@ from ._compute.manipulation import (
     transpose,
     unstack,
 )
+from ._compute.searching import argmax, argmin, count_nonzero
+
+# sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
+from ._compute.sets import isin, unique_all, unique_counts, unique_inverse, unique_values
+from ._compute.sorting import argsort, searchsorted, sort
+from ._compute.statistical import (
+    cumulative_prod,
+    cumulative_sum,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
+from ._compute.utility import all, any, diff
+from ._memory.cache import AllocCache, cached, uncached
+from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
+from ._memory.history import memory_history
+from ._memory.lifecycle import device_reset, register_reset_hook
+from ._memory.stats import (
+    memory_stats,
+    memory_status,
+    record_allocations,
+    reset_peak_memory_stats,
+    set_memory_limit,
+    synchronize,
+    trim,
+)
+from ._memory.storage import Storage
+from .backends.base import PointerInfo
 
 _CREATION_AND_MANIPULATION = [
     "eye", "linspace", "meshgrid", "tril", "triu", "broadcast_arrays", "broadcast_shapes",

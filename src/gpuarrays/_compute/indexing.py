@@ -39,10 +39,10 @@ from .._array.transfer import copy_raw, upload
 from .._common.raw import c_strides
 from ..backends._kernels import collapse, word
 from . import compaction, cpu_engine
+from .device.launcher import aligned
 from .dispatch import apply
 from .promotion import SCALAR_TYPES
 from .table import OPS
-from .device.launcher import aligned
 
 __all__ = ["take", "take_along_axis", "nonzero", "getitem", "setitem", "install"]
 

@@ -15,8 +15,7 @@ import numpy as np
 from .. import _core
 from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
-from . import indexing
-from . import numpy_protocol
+from . import indexing, numpy_protocol
 from .dispatch import apply
 from .linalg import imatmul, matmul
 from .promotion import SCALAR_TYPES, key_of, resolve
