@@ -46,6 +46,8 @@ seen.  ``capacity`` only counts allocations made through the wrapper.
 
 from __future__ import annotations
 
+import gc
+
 import collections
 import contextlib
 import threading
@@ -235,6 +237,12 @@ def inject(device) -> Iterator[FaultyBackend]:
 
 @pytest.fixture
 def faulty(device) -> Iterator[FaultyBackend]:
-    """A :class:`FaultyBackend` installed on the test's ``device`` (restored afterwards)."""
+    """A :class:`FaultyBackend` installed on the test's ``device`` (restored afterwards).
+
+    The pool starts empty: a request the test expects to reach the platform (and so the
+    wrapper) must not be served from a segment an earlier test left idle in this worker.
+    """
+    gc.collect()
+    device.memory.trim()
     with inject(device) as fb:
         yield fb

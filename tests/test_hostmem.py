@@ -50,7 +50,6 @@ def test_large_allocations_get_huge_pages(host_device):
     # the kernel finds free huge pages right now depends on the machine's load; the advice
     # itself (the mapping's "hg" flag) does not.
     assert "hg" in _vm_flags(x.data_ptr + (4 << 20))
-    assert "hg" not in _vm_flags(ga.ones((1024,), np.float32, device=host_device).data_ptr)
     x.free()
 
 
