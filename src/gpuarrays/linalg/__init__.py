@@ -35,6 +35,7 @@ from .._compute.linalg import (
     vecdot,
 )
 from .._compute.manipulation import expand_dims
+from .._compute.reductions import normalize_axes
 from .._compute.searching import count_nonzero
 from .._compute.statistical import max as _max
 from .._compute.statistical import min as _min
@@ -389,26 +390,6 @@ def matrix_power(x, n, /):
     return result
 
 
-def _norm_axes(name: str, axis, ndim: int) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    items = axis if isinstance(axis, tuple) else (axis,)
-    out = []
-    for a in items:
-        try:
-            k = operator.index(a)
-        except TypeError:
-            raise TypeError(f"linalg.{name}(): axis must be None, an int or a tuple of ints, "
-                            f"got {axis!r}") from None
-        if not -ndim <= k < ndim:
-            raise np.exceptions.AxisError(f"linalg.{name}(): axis {k} is out of bounds for "
-                                          f"an array of dimension {ndim}")
-        out.append(k % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"linalg.{name}(): axis {axis!r} repeats an axis")
-    return tuple(out)
-
-
 def _check_ord(name: str, ord, allowed: tuple) -> None:
     if isinstance(ord, bool) or not (isinstance(ord, int | float | np.number) or ord in allowed):
         raise ValueError(f"linalg.{name}(): invalid ord {ord!r}")
@@ -421,7 +402,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     dev, kind = check_arrays("vector_norm", x)
     _floating("vector_norm", x)
     _check_ord("vector_norm", ord, ())
-    axes = _norm_axes("vector_norm", axis, x.ndim)
+    axes = normalize_axes("linalg.vector_norm", axis, x.ndim)  # as the reductions
     rd = _real_of(x._dtype)
     if dev.backend == "cpu":
         v = _run_numpy(dev, np.linalg.vector_norm, cpu_engine.view(x),
