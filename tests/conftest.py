@@ -49,3 +49,15 @@ def used(device):
         gc.collect()
         return ga.memory_stats(device)["used_bytes"]
     return current
+
+
+@pytest.fixture(scope="module")
+def nvrtc():
+    """NVRTC's bindings, for the tests that compile every generated CUDA kernel (no GPU needed);
+    skipped at setup when the ``cuda`` extra is not installed."""
+    try:
+        from cuda.bindings import nvrtc as lib
+        lib.nvrtcVersion()
+    except (ImportError, RuntimeError) as e:
+        pytest.skip(f"NVRTC is not available here: {e}")
+    return lib

@@ -254,16 +254,6 @@ def test_from_dlpack_keywords(device):
 
 
 # CUDA: the index-aware kernels compile with NVRTC ----------------------------------------------
-@pytest.fixture(scope="module")
-def nvrtc():
-    try:
-        from cuda.bindings import nvrtc as lib
-        lib.nvrtcVersion()
-    except (ImportError, RuntimeError) as e:
-        pytest.skip(f"NVRTC is not available here: {e}")
-    return lib
-
-
 def test_index_aware_kernels_compile_with_nvrtc(nvrtc):
     from gpuarrays._compute.device import indexed
     from gpuarrays.backends import cuda

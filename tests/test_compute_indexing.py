@@ -111,16 +111,6 @@ def test_select_moves_structured_elements(device):
 
 
 # CUDA: the generated kernels compile with NVRTC ---------------------------------------------
-@pytest.fixture(scope="module")
-def nvrtc():
-    try:
-        from cuda.bindings import nvrtc as lib
-        lib.nvrtcVersion()
-    except (ImportError, RuntimeError) as e:
-        pytest.skip(f"NVRTC is not available here: {e}")
-    return lib
-
-
 def test_index_kernels_compile_with_nvrtc(nvrtc):
     from gpuarrays._compute.device import indexing as kernels
     from gpuarrays.backends import cuda

@@ -478,16 +478,6 @@ def test_random_layouts_and_axes_match_numpy(device, case):
 
 
 # CUDA: the generated kernels compile with NVRTC ---------------------------------------------
-@pytest.fixture(scope="module")
-def nvrtc():
-    try:
-        from cuda.bindings import nvrtc as lib
-        lib.nvrtcVersion()
-    except (ImportError, RuntimeError) as e:
-        pytest.skip(f"NVRTC is not available here: {e}")
-    return lib
-
-
 def test_reduction_kernels_compile_with_nvrtc(nvrtc):
     from gpuarrays.backends import cuda
 

@@ -311,16 +311,6 @@ def test_searchsorted_bad_input(device, used):
 
 
 # CUDA: the generated kernels compile with NVRTC -------------------------------------------
-@pytest.fixture(scope="module")
-def nvrtc():
-    try:
-        from cuda.bindings import nvrtc as lib
-        lib.nvrtcVersion()
-    except (ImportError, RuntimeError) as e:
-        pytest.skip(f"NVRTC is not available here: {e}")
-    return lib
-
-
 @pytest.mark.parametrize("width", [1, 2, 4, 8, 16])
 def test_sort_kernels_compile_with_nvrtc(nvrtc, width):
     from gpuarrays.backends import cuda

@@ -462,16 +462,6 @@ def test_a_kernel_survives_a_device_reset(kdev):
 
 
 # CUDA: every kernel through NVRTC, and the disk cache --------------------------------------
-@pytest.fixture(scope="module")
-def nvrtc():
-    try:
-        from cuda.bindings import nvrtc as lib
-        lib.nvrtcVersion()
-    except (ImportError, RuntimeError) as e:
-        pytest.skip(f"NVRTC is not available here: {e}")
-    return lib
-
-
 def _signatures(op: str) -> list[generator.Signature]:
     """Every compute dtype the operation has an expression for, both index widths, the flat
     path and a strided, unaligned 3-d layout with a scalar operand."""

@@ -489,16 +489,6 @@ def test_each_function_runs_where_the_table_says(device):
 
 
 # CUDA: the generated kernels compile with NVRTC -----------------------------------------
-@pytest.fixture(scope="module")
-def nvrtc():
-    try:
-        from cuda.bindings import nvrtc as lib
-        lib.nvrtcVersion()
-    except (ImportError, RuntimeError) as e:
-        pytest.skip(f"NVRTC is not available here: {e}")
-    return lib
-
-
 def test_matmul_kernels_compile_with_nvrtc(nvrtc):
     from gpuarrays.backends import cuda
 
