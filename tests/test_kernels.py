@@ -448,6 +448,8 @@ def test_bad_requests_raise_value_error_before_compiling(kdev):
         launch(kdev, "add", np.float32, x)
     with pytest.raises(ValueError, match="has no device expression for float32"):
         launch(kdev, "bitwise_and", np.float32, x, x)
+    launch(kdev, "add", np.float32, x, x)  # a cached plan for the same output must not hide it
+    builds = kdev.impl.builds
     with pytest.raises(ValueError, match="does not have the output's shape"):
         launch(kdev, "add", np.float32, x, _to(kdev, np.ones(3, np.float32)), out_shape=(4,))
     assert kdev.impl.builds == builds

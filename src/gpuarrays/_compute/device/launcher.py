@@ -219,7 +219,7 @@ def elementwise(device, op: str, out: RawView, inputs: Sequence[RawView | np.nda
     desc = [device.impl, device.index, op, out.dtype, out.shape, out.strides, out.ptr & 15]
     for x in inputs:
         if x.__class__ is RawView:
-            desc += (x.dtype, x.strides, x.ptr & 15)
+            desc += (x.dtype, x.shape, x.strides, x.ptr & 15)  # shape: a wrong one must raise
         else:
             desc.append(None)
     desc += arg_dtypes
