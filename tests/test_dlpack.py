@@ -530,15 +530,32 @@ def test_numpy_asks_for_a_host_copy(device):
     if device.backend != "cpu":  # copy=True alone copies on the device, which NumPy refuses
         with pytest.raises(RuntimeError, match="device"):
             np.from_dlpack(a, copy=True)
-    if device.backend == "cpu":
-        assert address(np.from_dlpack(a, device="cpu")) == a.data_ptr
-        assert address(n) == a.data_ptr
-        del n
-    else:
-        with pytest.raises(BufferError, match="copy=False"):
-            a.__dlpack__(max_version=(1, 0), dl_device=(dlpack.kDLCPU, 0), copy=False)
+    del n, n2
     gc.collect()
     assert a.storage.refcount == 1
+
+
+def test_host_addressable_memory_exports_in_place_as_kdlcpu(device):
+    """dl_device=(kDLCPU, 0) without copy=True reads the device's host_kinds in place (every
+    kind on cpu and on a CPU OpenCL device, fine-grain SVM, CUDA pinned and managed memory),
+    after the device's pending work; copy=False raises BufferError for the other kinds."""
+    host = sample("float32")[:, ::2]
+    for kind in device.info.kinds:
+        a = ga.asarray(host, device=device, kind=kind)
+        if kind not in device.info.host_kinds:
+            with pytest.raises(BufferError, match="copy=False"):
+                a.__dlpack__(max_version=(1, 0), dl_device=(dlpack.kDLCPU, 0), copy=False)
+            assert a.storage.refcount == 1
+            continue
+        a += 1  # queued on the device: the export waits for it
+        n = np.from_dlpack(a, device="cpu")
+        assert address(n) == a.data_ptr
+        np.testing.assert_array_equal(n, host + 1)
+        capsule = a.__dlpack__(max_version=(1, 0), dl_device=(dlpack.kDLCPU, 0), copy=False)
+        assert a.storage.refcount == 3
+        del capsule, n
+        gc.collect()
+        assert a.storage.refcount == 1
 
 
 def test_opencl_export_is_refused_by_numpy_and_released(capfd):

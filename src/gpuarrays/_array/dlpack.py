@@ -18,7 +18,10 @@ Producer (``a.__dlpack__`` / ``a.__dlpack_device__``)
   ``kDLCUDA`` / ``kDLCUDAHost`` / ``kDLCUDAManaged`` by kind; ROCm likewise.
 * ``copy=True`` exports a fresh copy (``DLPACK_FLAG_BITMASK_IS_COPIED``);
   ``dl_device=(kDLCPU, 0)`` on a device that is not the host copies to the
-  host (``copy=False`` then raises ``BufferError``).  Streams: ``None`` is the
+  host (``copy=False`` then raises ``BufferError``) -- unless the array's kind
+  is one of the device's ``info.host_kinds`` (fine-grain SVM and every kind on
+  an OpenCL CPU device such as PoCL, CUDA pinned and managed memory): that
+  memory is exported in place as ``kDLCPU`` after synchronising.  Streams: ``None`` is the
   only value for devices without streams; on CUDA/ROCm the device is
   synchronised unless ``stream == -1`` (a full synchronisation satisfies every
   stream ordering the standard allows).
@@ -349,11 +352,18 @@ def export(a: GPUArray, *, stream=None, max_version=None, dl_device=None, copy=N
             raise BufferError(f"cannot export an array on {a.device} ({_device_name(own)}) to "
                               f"DLPack device {_device_name(want)}; only {_device_name(own)} "
                               f"or a host copy ({_device_name(_CPU0)}) is possible")
-        if copy is False:
-            raise BufferError(f"exporting an array on {a.device} to {_device_name(want)} needs "
-                              f"a copy, and copy=False was passed")
-        to_host = True
-    _sync(a, own, stream)
+        if not copy and st.kind in st.device.info.host_kinds:
+            own = _CPU0  # host-addressable memory: the host reads it in place
+            _sync(a, device_of(a), stream)
+        elif copy is False:
+            raise BufferError(f"exporting an array of kind {st.kind!r} on {a.device} to "
+                              f"{_device_name(want)} needs a copy, and copy=False was passed "
+                              f"(memory of kind {', '.join(map(repr, st.device.info.host_kinds))}"
+                              f" on that device would not)")
+        else:
+            to_host = True
+    else:
+        _sync(a, own, stream)
     if to_host:
         return _capsule_of_host(a.get(), versioned)
     if copy:

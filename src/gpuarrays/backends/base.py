@@ -39,6 +39,9 @@ class DeviceInfo:
     accelerator: bool  # a real accelerator (GPU), eligible as the default device
     float64: bool = True
     float16: bool = True
+    # Kinds whose memory the host reads and writes directly at the device address once
+    # the device is synchronised (DLPack exports them as kDLCPU without a copy).
+    host_kinds: tuple[str, ...] = ()
 
 
 class RawView(NamedTuple):

@@ -66,6 +66,7 @@ class CpuBackend:
             total_memory=_physical_memory()[1],
             kinds=KINDS,
             accelerator=False,
+            host_kinds=KINDS,
         )
 
     # raw memory ---------------------------------------------------------------

@@ -675,6 +675,7 @@ class CudaBackend(DeviceOps):
             total_memory=int(total),
             kinds=kinds,
             accelerator=True,
+            host_kinds=tuple(k for k in kinds if k != "device"),  # pinned and managed memory
         )
         attrs = _Attrs(
             arch=major * 10 + minor,

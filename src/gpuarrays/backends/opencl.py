@@ -396,6 +396,10 @@ class OpenCLBackend(_kernels.DeviceOps):
         if caps & CL_DEVICE_SVM_FINE_GRAIN_BUFFER:
             kinds += ("host", "unified")
         extensions = dev.extensions.split()
+        # Fine-grain SVM is coherent with the host; on a CPU device (PoCL) every SVM
+        # allocation is the host's own memory, which the kernels run on.
+        on_host = kinds if dev.type & cl.device_type.CPU else tuple(
+            k for k in kinds if k != "device")
         return DeviceInfo(
             name=f"{dev.name.strip()} ({dev.platform.name.strip()})",
             total_memory=int(dev.global_mem_size),
@@ -403,6 +407,7 @@ class OpenCLBackend(_kernels.DeviceOps):
             accelerator=bool(dev.type & cl.device_type.GPU) and "device" in kinds,
             float64="cl_khr_fp64" in extensions or bool(dev.double_fp_config),
             float16=_has_fp16(cl, dev, extensions),
+            host_kinds=on_host,
         )
 
     def device_count(self) -> int:
