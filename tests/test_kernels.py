@@ -15,6 +15,7 @@ import gpuarrays as ga
 from gpuarrays._common.errors import GPUArraysWarning
 from gpuarrays._compute.device import diskcache, expressions, generator, launcher
 from gpuarrays.backends import cuda
+from gpuarrays.backends._kernels import launch_shape
 from gpuarrays.backends.base import KernelBackend, RawView
 
 KEYS = {"bool": ["b1"], "signed integer": ["i1", "i2", "i4", "i8"],
@@ -461,6 +462,33 @@ def test_a_kernel_survives_a_device_reset(kdev):
     ga.device_reset(kdev)
     got = launch(kdev, "exp", np.float32, _to(kdev, x))
     np.testing.assert_allclose(got, np.exp(x), rtol=1e-6)
+
+
+_ONES = {
+    "opencl": "__kernel void ones(__global float *x) { x[get_global_id(0)] = 1.0f; }",
+    "cuda": 'extern "C" __global__ void ones(float *x) '
+            "{ x[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }",
+}
+
+
+def test_a_work_group_above_the_kernels_limit_is_refused(kdev):
+    """A kernel written for groups of L items must never run in smaller groups: launching
+    above ``max_local`` raises and runs nothing (it used to be lowered silently)."""
+    kernel = kdev.impl.compile_kernel(kdev.index, _ONES[kdev.backend], "ones", ["ptr"])
+    most = kernel.max_local
+    assert most >= 1
+    x = ga.zeros(2 * most, dtype=np.float32, device=kdev)
+    with pytest.raises(ValueError, match=f"at most {most} for this kernel"):
+        kernel.launch([x._raw().ptr], 2 * most, 2 * most)
+    assert not x.get().any()
+    kernel.launch([x._raw().ptr], 2 * most, most)
+    assert x.get().all()
+
+
+def test_free_launch_shapes_fit_the_kernel():
+    assert launch_shape("gpu", 1000) == (1024, 256)
+    assert launch_shape("cpu", 1000, 100) == (1024, 64)
+    assert launch_shape("gpu", 5, 1) == (5, 1)
 
 
 # CUDA: every kernel through NVRTC, and the disk cache --------------------------------------

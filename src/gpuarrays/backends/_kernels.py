@@ -292,7 +292,7 @@ def _kernel(d: Dialect, name: str, params: Sequence[str], body: str, setup: str 
 """
 
 
-def launch_shape(hint: str, n: int) -> tuple[int, int]:
+def launch_shape(hint: str, n: int, most: int = 1 << 30) -> tuple[int, int]:
     """(global size, local size) of a kernel over ``n`` elements: one element per work-item.
 
     The one place that chooses launch shapes, for the data-movement kernels here
@@ -305,9 +305,13 @@ def launch_shape(hint: str, n: int) -> tuple[int, int]:
     local size is kept because PoCL compiles a work-group function per local
     size, and a driver-chosen one changes with the global size.  GPUs
     (``"gpu"``): 256 threads per block, one element per thread, as CuPy's and
-    PyTorch's elementwise kernels (benchmarks/gpu_check.sh measures it).
+    PyTorch's elementwise kernels (benchmarks/gpu_check.sh measures it).  ``most``
+    is the kernel's ``max_local``: the local size drops to the largest power of two
+    within it.
     """
     local = 256
+    while local > most and local > 1:
+        local //= 2
     return -(-n // local) * local, local
 
 

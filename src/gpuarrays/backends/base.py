@@ -138,8 +138,13 @@ class CompiledKernel(Protocol):
     Python number for a NumPy dtype code (``"i4"``, ``"u8"``, ``"f4"``, ``"b1"``
     ...).  ``global_size`` work-items run in groups of ``local_size`` (a
     multiple of it).  A kernel stays usable across a device reset (it is
-    rebuilt on its next launch).
+    rebuilt on its next launch).  ``max_local`` is the largest ``local_size``
+    the kernel runs with on its device (registers and local memory may make it
+    smaller than the device's limit); a larger one raises ``ValueError`` rather
+    than running groups of another size than the kernel was written for.
     """
+
+    max_local: int
 
     def launch(self, values: Sequence[Any], global_size: int, local_size: int) -> None: ...
 

@@ -590,7 +590,7 @@ class _Kernel:
     """
 
     __slots__ = ("_backend", "_index", "_source", "_name", "_cache", "_slots", "_params",
-                 "_params_addr", "_state", "_fn", "_lock")
+                 "_params_addr", "_state", "_fn", "_lock", "_max_local")
 
     def __init__(self, backend: CudaBackend, index: int, source: str, name: str,
                  params: tuple[str, ...], cache) -> None:  # fmt: skip
@@ -612,11 +612,22 @@ class _Kernel:
         self._state, self._fn = self._backend._function(
             self._index, ("compute", self._source), lambda: self._source, [self._name],
             self._name, self._cache)
+        d = self._backend._d
+        attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+        self._max_local = int(_check("cuFuncGetAttribute", d.cuFuncGetAttribute(attr, self._fn))[0])
+
+    @property
+    def max_local(self) -> int:
+        return self._max_local
 
     def launch(self, values, global_size: int, local_size: int) -> None:
         backend = self._backend
         if backend._states.get(self._index) is not self._state:
             self._bind()  # the device was reset (or never used since)
+        if local_size > self._max_local:
+            raise ValueError(f"{self._name} cannot run blocks of {local_size} threads on "
+                             f"cuda:{self._index}: at most {self._max_local} for this kernel "
+                             f"(launch with its max_local or less)")
         with self._lock:
             for slot, v in zip(self._slots, values, strict=True):
                 slot.value = v

@@ -317,6 +317,10 @@ class _Kernel:
         self._last = [None] * len(self._slots)
         self._max_local = self._backend._local_size(self._index, self._handle, 1 << 30)
 
+    @property
+    def max_local(self) -> int:
+        return self._max_local
+
     def launch(self, values, global_size: int, local_size: int) -> None:
         if self._backend._states.get(self._index) is not self._state:
             self._bind()  # the device was reset (or never used since)
@@ -336,8 +340,12 @@ class _Kernel:
                     _check("clSetKernelArg", code, f"argument {i} of {self._name}: "
                            f"{_code_name(code)} ({code})")
                 last[i] = v
+            if local_size > self._max_local:
+                raise ValueError(f"{self._name} cannot run work-groups of {local_size} items on "
+                                 f"opencl:{self._index}: at most {self._max_local} for this "
+                                 f"kernel (launch with its max_local or less)")
             self._gsize.value = global_size
-            self._lsize.value = min(local_size, self._max_local)
+            self._lsize.value = local_size
             q = self._state.q
             code = self._enqueue(q, k, 1, None, self._gref, self._lref if local_size else None,
                                  0, None, None)

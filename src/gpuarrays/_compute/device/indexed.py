@@ -155,7 +155,8 @@ def _prelude(d, *keys: str) -> str:
 
 
 def _launch(kernel, values: list, n: int) -> None:
-    kernel.launch(values, -(-n // _LOCAL) * _LOCAL, _LOCAL)
+    local = min(_LOCAL, kernel.max_local)  # _LOCAL and max_local are powers of two
+    kernel.launch(values, -(-n // local) * local, local)
 
 
 def matrix(op: str, out, x=None, k: int = 0) -> None:

@@ -179,7 +179,7 @@ def launch_compact(device, kind: str, x_ptr: int, pos_ptr: int, z_ptr: int, n: i
         dims = _pad(list(dims), 2)
     spec = CompactSpec(device.backend, kind, itemsize, word, len(dims))
     kernel = compiled(device, spec, compact_program, _kernels, _lock)
-    gsize, lsize = launch_shape(device.impl.launch_hint(device.index), n)
+    gsize, lsize = launch_shape(device.impl.launch_hint(device.index), n, kernel.max_local)
     kernel.launch([x_ptr, pos_ptr, z_ptr, n, count, *(e for e, _ in dims),
                    *(s for _, s in dims)], gsize, lsize)
 
@@ -206,5 +206,5 @@ def launch_index(device, mode: str, src: int, dst: int, flag: int, dims: list[tu
               *(t[2] for t in dims)]
     for j, (_, ptr, bound, stride) in enumerate(indices):
         values += [ptr, bound, stride, *(t[3 + j] for t in dims)]
-    gsize, lsize = launch_shape(device.impl.launch_hint(device.index), n)
+    gsize, lsize = launch_shape(device.impl.launch_hint(device.index), n, kernel.max_local)
     kernel.launch(values, gsize, lsize)

@@ -179,7 +179,7 @@ def _make_plan(device, op: str, out: RawView, inputs: Sequence, arg_dtypes) -> _
         return _Plan(None, [], 0, 0, (), None, True)
     sig, tail, outer, scalars = layout
     kernel = _kernel(device, sig)
-    gsize, lsize = launch_shape(device.impl.launch_hint(device.index), tail[0])
+    gsize, lsize = launch_shape(device.impl.launch_hint(device.index), tail[0], kernel.max_local)
     return _Plan(kernel, tail, gsize, lsize, scalars, outer, False)
 
 

@@ -679,6 +679,8 @@ def _launch(device, name: str, values: list, items: int, local: int | None = Non
     # CUDA keeps compiled images on disk (the elementwise kernels' cache); OpenCL ignores it
     kernel = impl.compile_kernel(device.index, src, name, params, cache=diskcache.default())
     local = local or local_size(device)
+    while local > kernel.max_local:  # the numbers never depend on the launch shape
+        local //= 2
     kernel.launch(values, -(-items // local) * local, local)
 
 
