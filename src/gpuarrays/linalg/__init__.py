@@ -22,6 +22,7 @@ import numpy as np
 
 from .._array.make import new_array
 from .._compute import cpu_engine
+from .._compute import factor as _factor
 from .._compute.dispatch import apply
 from .._compute.dtypes import astype
 from .._compute.elementwise import abs as _abs
@@ -133,20 +134,43 @@ def _rtol(rtol, dev):
     return cpu_engine.view(rtol)
 
 
-# NumPy on cpu only -------------------------------------------------------------------------
+def _device_rtol(rtol, dev):
+    """``rtol`` for the device path: None, a Python float or a live array on ``dev``."""
+    if rtol is None:
+        return None
+    if isinstance(rtol, int | float | np.number) and not isinstance(rtol, bool):
+        return float(rtol)
+    check_arrays("rtol", rtol)
+    if rtol._storage.device != dev:
+        raise ValueError(f"rtol is on {rtol._storage.device}, x on {dev}; move one")
+    if rtol._dtype.kind not in "iuf":
+        raise TypeError(f"rtol must be a real number or a real-valued array, got {rtol._dtype}")
+    return rtol
+
+
+# Factorisations: NumPy on cpu, this library's kernels elsewhere (_compute/factor.py) ----
+def _on(name: str, *xs, square: bool = True):
+    """(device, kind, on cpu?) of checked operands: a stack of (square) matrices."""
+    dev, kind = check_arrays(name, *xs)
+    (_square if square else _matrices)(name, xs[0])
+    return dev, kind, dev.backend == "cpu"
+
+
 def cholesky(x, /, *, upper=False):
     """The Cholesky factor of each symmetric/Hermitian positive-definite matrix (lower, or
-    upper with ``upper=True``).  cpu only."""
-    dev, kind = _host_only("cholesky", x)
-    _square("cholesky", x)
+    upper with ``upper=True``); ``LinAlgError`` when one is not positive definite."""
+    dev, kind, cpu = _on("cholesky", x)
+    if not cpu:
+        return _factor.cholesky(x, kind, bool(upper))
     return _adopt(_run_numpy(dev, np.linalg.cholesky, cpu_engine.view(x), upper=bool(upper)),
                   dev, kind)
 
 
 def det(x, /):
-    """The determinant of each square matrix.  cpu only."""
-    dev, kind = _host_only("det", x)
-    _square("det", x)
+    """The determinant of each square matrix."""
+    dev, kind, cpu = _on("det", x)
+    if not cpu:
+        return _factor.det(x, kind)
     return _adopt(_run_numpy(dev, np.linalg.det, cpu_engine.view(x)), dev, kind)
 
 
@@ -170,42 +194,46 @@ def eigvals(x, /):
 
 
 def eigh(x, /):
-    """``EighResult(eigenvalues, eigenvectors)`` of each symmetric/Hermitian matrix
-    (ascending eigenvalues, real).  cpu only."""
-    dev, kind = _host_only("eigh", x)
-    _square("eigh", x)
+    """``EighResult(eigenvalues, eigenvectors)`` of each symmetric/Hermitian matrix (its
+    lower triangle; ascending eigenvalues, real)."""
+    dev, kind, cpu = _on("eigh", x)
+    if not cpu:
+        return EighResult(*_factor.eigh(x, kind, True))
     w, v = _run_numpy(dev, np.linalg.eigh, cpu_engine.view(x))
     return EighResult(_adopt(w, dev, kind), _adopt(v, dev, kind))
 
 
 def eigvalsh(x, /):
-    """The eigenvalues of each symmetric/Hermitian matrix, ascending.  cpu only."""
-    dev, kind = _host_only("eigvalsh", x)
-    _square("eigvalsh", x)
+    """The eigenvalues of each symmetric/Hermitian matrix, ascending."""
+    dev, kind, cpu = _on("eigvalsh", x)
+    if not cpu:
+        return _factor.eigh(x, kind, False)[0]
     return _adopt(_run_numpy(dev, np.linalg.eigvalsh, cpu_engine.view(x)), dev, kind)
 
 
 def inv(x, /):
-    """The inverse of each square matrix (``LinAlgError``, a ``ValueError``, when singular).
-    cpu only."""
-    dev, kind = _host_only("inv", x)
-    _square("inv", x)
+    """The inverse of each square matrix (``LinAlgError``, a ``ValueError``, when singular)."""
+    dev, kind, cpu = _on("inv", x)
+    if not cpu:
+        return _factor.inv(x, kind)
     return _adopt(_run_numpy(dev, np.linalg.inv, cpu_engine.view(x)), dev, kind)
 
 
 def matrix_rank(x, /, *, rtol=None):
     """The rank of each matrix: singular values above ``rtol`` times the largest (default
-    ``max(M, N) * eps``).  cpu only."""
-    dev, kind = _host_only("matrix_rank", x)
-    _matrices("matrix_rank", x)
+    ``max(M, N) * eps``)."""
+    dev, kind, cpu = _on("matrix_rank", x, square=False)
+    if not cpu:
+        return _factor.matrix_rank(x, kind, _device_rtol(rtol, dev))
     r = _run_numpy(dev, np.linalg.matrix_rank, cpu_engine.view(x), rtol=_rtol(rtol, dev))
     return _adopt(r, dev, kind, np.int64)
 
 
 def pinv(x, /, *, rtol=None):
-    """The Moore-Penrose pseudo-inverse of each matrix (shape ``(..., N, M)``).  cpu only."""
-    dev, kind = _host_only("pinv", x)
-    _matrices("pinv", x)
+    """The Moore-Penrose pseudo-inverse of each matrix (shape ``(..., N, M)``)."""
+    dev, kind, cpu = _on("pinv", x, square=False)
+    if not cpu:
+        return _factor.pinv(x, kind, _device_rtol(rtol, dev))
     return _adopt(_run_numpy(dev, np.linalg.pinv, cpu_engine.view(x), rtol=_rtol(rtol, dev)),
                   dev, kind)
 
@@ -221,41 +249,48 @@ def qr(x, /, *, mode="reduced"):
 
 
 def slogdet(x, /):
-    """``SlogdetResult(sign, logabsdet)`` of each square matrix.  cpu only."""
-    dev, kind = _host_only("slogdet", x)
-    _square("slogdet", x)
+    """``SlogdetResult(sign, logabsdet)`` of each square matrix."""
+    dev, kind, cpu = _on("slogdet", x)
+    if not cpu:
+        return SlogdetResult(*_factor.slogdet(x, kind))
     s, ld = _run_numpy(dev, np.linalg.slogdet, cpu_engine.view(x))
     return SlogdetResult(_adopt(s, dev, kind), _adopt(ld, dev, kind))
 
 
 def solve(x1, x2, /):
     """The solution ``X`` of ``x1 @ X = x2`` for each square ``x1`` (``x2`` of shape
-    ``(M,)`` is one vector; otherwise a stack of ``(M, K)`` matrices).  cpu only."""
-    dev, kind = _host_only("solve", x1, x2)
-    _square("solve", x1)
-    a, b = _views(x1, x2)
+    ``(M,)`` is one vector; otherwise a stack of ``(M, K)`` matrices)."""
+    dev, kind, cpu = _on("solve", x1, x2)
+    if x2.ndim == 0:
+        raise ValueError("linalg.solve(): x2 must have at least one dimension, got a 0-d "
+                         "array")
     if x2.ndim != 1:
         try:
             np.broadcast_shapes(x1._shape[:-2], x2._shape[:-2])
         except ValueError:
             raise ValueError(f"linalg.solve(): the batch shapes of {x1._shape} and "
                              f"{x2._shape} do not broadcast") from None
+    if not cpu:
+        return _factor.solve(x1, x2, kind)
+    a, b = _views(x1, x2)
     return _adopt(_run_numpy(dev, np.linalg.solve, a, b), dev, kind)
 
 
 def svd(x, /, *, full_matrices=True):
-    """``SVDResult(U, S, Vh)`` of each matrix, singular values descending.  cpu only."""
-    dev, kind = _host_only("svd", x)
-    _matrices("svd", x)
+    """``SVDResult(U, S, Vh)`` of each matrix, singular values descending."""
+    dev, kind, cpu = _on("svd", x, square=False)
+    if not cpu:
+        return SVDResult(*_factor.svd(x, kind, True, bool(full_matrices)))
     u, s, vh = _run_numpy(dev, np.linalg.svd, cpu_engine.view(x),
                           full_matrices=bool(full_matrices))
     return SVDResult(_adopt(u, dev, kind), _adopt(s, dev, kind), _adopt(vh, dev, kind))
 
 
 def svdvals(x, /):
-    """The singular values of each matrix, descending.  cpu only."""
-    dev, kind = _host_only("svdvals", x)
-    _matrices("svdvals", x)
+    """The singular values of each matrix, descending."""
+    dev, kind, cpu = _on("svdvals", x, square=False)
+    if not cpu:
+        return _factor.svd(x, kind, False)[1]
     return _adopt(_run_numpy(dev, np.linalg.svdvals, cpu_engine.view(x)), dev, kind)
 
 
@@ -354,9 +389,16 @@ def matrix_power(x, n, /):
         raise TypeError(f"linalg.matrix_power(): n must be an int, got {n!r}") from None
     numeric_result("matrix_power", dev, x._dtype)
     if n < 0:
-        if dev.backend != "cpu":
-            raise _not_on_device("matrix_power", dev, " with n < 0")
-        return _adopt(_run_numpy(dev, np.linalg.matrix_power, cpu_engine.view(x), n), dev, kind)
+        if dev.backend == "cpu":
+            return _adopt(_run_numpy(dev, np.linalg.matrix_power, cpu_engine.view(x), n), dev,
+                          kind)
+        xi = _factor.inv(x, kind)  # NumPy's order: the inverse, then its power
+        if n == -1:
+            return xi
+        try:
+            return matrix_power(xi, -n)
+        finally:
+            xi.free()
     if n == 0:
         out = new_array(x._shape, x._dtype, dev, kind)
         out.fill(0)
@@ -458,7 +500,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
                        ord=ord)
         return _adopt(v, dev, kind, rd)
     if ord in ("nuc", 2, -2):
-        raise _not_on_device("matrix_norm", dev, f" with ord={ord!r}")
+        return _factor.svd_norm(x, kind, ord, bool(keepdims))
     nd = x.ndim
     if ord == "fro":
         return _device_vector_norm(x, (nd - 2, nd - 1), bool(keepdims), 2, rd)

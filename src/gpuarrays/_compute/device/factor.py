@@ -1,0 +1,415 @@
+"""Device factorisations in OpenCL C and CUDA C: LU, Cholesky, Jacobi eigen and SVD
+(docs/linalg.md, "Factorisations on device back-ends").
+
+One kernel family per algorithm, each specialised only on the dialect and the
+compute type (``f4``, ``f8``, ``c8``, ``c16``): sizes, batch counts and modes are
+run-time arguments, so a dtype costs one compile per algorithm.  Every kernel
+runs **one work-item per matrix** on a contiguous ``(batch, rows, cols)`` copy of
+its operand in the compute type (a pool temporary the caller makes with a
+strided device copy, so transposed and sliced inputs need nothing here), with
+serial loops inside: meant for many small matrices (up to a few hundred rows),
+not for one large one.  The scalar arithmetic is written once over a type
+``T`` (``R`` its real type) and a handful of helpers (``t_mul``, ``t_conj``, ...)
+whose definitions differ between real and complex types.
+
+* ``lu``: Gaussian elimination with partial pivoting (the row of the largest
+  modulus), rows swapped in place.  ``mode`` 0 writes the determinant, 1 the sign
+  and log-modulus, 2 solves ``A X = B`` in place in ``B`` (with ``ident`` set, ``B``
+  starts as the identity: the inverse).  An exactly zero pivot in mode 2 sets the
+  status word (the caller raises ``LinAlgError``).
+* ``chol``: Cholesky-Banachiewicz on the lower triangle (with ``upper`` set, the
+  lower triangle is first replaced by the conjugate of the upper one, and the
+  factor written conjugate-transposed), other triangle zeroed; a diagonal that is
+  not positive (or NaN) sets the status word.
+* ``jeig``: cyclic Jacobi rotations of a Hermitian matrix (built from its lower
+  triangle, as LAPACK's ``UPLO='L'``): each pair ``(p, q)`` with an off-diagonal
+  element above ``eps * sqrt(|a_pp a_qq|)`` is annihilated by a rotation with a
+  phase, ``U = [[c, z], [-conj(z), c]]``, ``z = s a_pq / |a_pq|``; sweeps stop when
+  none rotates.  Eigenvalues ascending, vectors (accumulated) permuted alike.
+* ``jsvd``: one-sided Jacobi (Hestenes) on the columns of ``A`` (``M >= N``) or on
+  its rows (``M < N``; the same arithmetic, see :func:`program`), accumulating the
+  rotations in ``W``; singular values are the final vector norms, sorted
+  descending.  Vectors of a zero (or negligible) singular value and the extra ones
+  of ``full_matrices`` are completed by Gram-Schmidt against unit vectors.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from ...backends._kernels import Dialect
+from .reduce import compiled
+
+__all__ = ["Spec", "program", "launch", "KINDS"]
+
+KINDS = ("lu", "chol", "jeig", "jsvd")
+
+_REAL = {"f4": "float", "f8": "double", "c8": "float", "c16": "double"}
+_EPS = {"float": "1.1920929e-07f", "double": "2.220446049250313e-16"}
+MAX_SWEEPS = 60
+"""Jacobi sweeps at most (a well-conditioned matrix needs 6-12)."""
+
+_lock = threading.Lock()
+_kernels: dict[tuple, object] = {}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One factorisation kernel: the dialect, the algorithm (:data:`KINDS`), the compute key."""
+
+    dialect: str
+    kind: str
+    key: str
+
+
+def _types(d: Dialect, key: str) -> str:
+    """``T``, ``R`` and the scalar helpers of ``key`` in dialect ``d``."""
+    real = _REAL[key]
+    f = "f" if (d.suffix_math and real == "float") else ""
+    fn = "DEV"
+    out = [f"typedef {real} R;\n",
+           f"#define R_SQRT sqrt{f}\n#define R_ABS fabs{f}\n#define R_HYPOT hypot{f}\n"
+           f"#define R_LOG log{f}\n#define EPS (({real}){_EPS[real]})\n"]
+    if key[0] == "c":
+        out.append(f"""typedef {real}2 T;
+{fn} T mk(R re, R im) {{ T z; z.x = re; z.y = im; return z; }}
+{fn} T t_real(R r) {{ return mk(r, (R)0); }}
+{fn} T t_add(T a, T b) {{ return mk(a.x + b.x, a.y + b.y); }}
+{fn} T t_sub(T a, T b) {{ return mk(a.x - b.x, a.y - b.y); }}
+{fn} T t_mul(T a, T b) {{ return mk(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }}
+{fn} T t_scale(T a, R s) {{ return mk(a.x * s, a.y * s); }}
+{fn} T t_conj(T a) {{ return mk(a.x, -a.y); }}
+{fn} R t_re(T a) {{ return a.x; }}
+{fn} R t_abs(T a) {{ return R_HYPOT(a.x, a.y); }}
+{fn} R t_abs2(T a) {{ return a.x * a.x + a.y * a.y; }}
+{fn} T t_div(T a, T b) {{  /* Smith's algorithm */
+    if (R_ABS(b.x) >= R_ABS(b.y)) {{
+        R r = b.y / b.x, den = b.x + b.y * r;
+        return mk((a.x + a.y * r) / den, (a.y - a.x * r) / den);
+    }}
+    R r = b.x / b.y, den = b.x * r + b.y;
+    return mk((a.x * r + a.y) / den, (a.y * r - a.x) / den);
+}}
+""")
+    else:
+        out.append(f"""typedef R T;
+{fn} T t_real(R r) {{ return r; }}
+{fn} T t_add(T a, T b) {{ return a + b; }}
+{fn} T t_sub(T a, T b) {{ return a - b; }}
+{fn} T t_mul(T a, T b) {{ return a * b; }}
+{fn} T t_scale(T a, R s) {{ return a * s; }}
+{fn} T t_conj(T a) {{ return a; }}
+{fn} R t_re(T a) {{ return a; }}
+{fn} R t_abs(T a) {{ return R_ABS(a); }}
+{fn} R t_abs2(T a) {{ return a * a; }}
+{fn} T t_div(T a, T b) {{ return a / b; }}
+""")
+    return "".join(out)
+
+
+def _rotation(g: str) -> str:
+    """The Jacobi rotation of a 2 x 2 Hermitian block ``[[app, apq], [conj(apq), aqq]]``
+    (``r = |apq| > 0``): ``c`` real, ``z`` complex, ``t`` the tangent."""
+    return ("        R theta = (aqq - app) / (2 * r);\n"
+            "        R t = 1 / (R_ABS(theta) + R_HYPOT(theta, (R)1));\n"
+            "        if (theta < 0) t = -t;\n"
+            "        R c = 1 / R_SQRT(1 + t * t), s = t * c;\n"
+            "        T z = t_scale(apq, s / r), zc = t_conj(z);\n")
+
+
+def _lu(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
+    params = [("ptr", f"{g}u8 *pa"), ("ptr", f"{g}u8 *pb"), ("ptr", f"{g}u8 *pr1"),
+              ("ptr", f"{g}u8 *pr2"), ("ptr", f"{g}u8 *pf"), ("i8", "i64 nb"), ("i8", "i64 n"),
+              ("i8", "i64 k"), ("i8", "i64 mode"), ("i8", "i64 ident")]
+    body = f"""
+    {g}T *a = ({g}T *)pa + bi * n * n;
+    {g}T *b = ({g}T *)pb + bi * n * k;
+    if (mode == 2 && ident)
+        for (i64 i = 0; i < n; ++i)
+            for (i64 c = 0; c < k; ++c) b[i * k + c] = t_real(i == c ? (R)1 : (R)0);
+    T sgn = t_real((R)1);
+    int singular = 0;
+    for (i64 j = 0; j < n; ++j) {{
+        i64 p = j;
+        R best = t_abs(a[j * n + j]);
+        for (i64 i = j + 1; i < n; ++i) {{
+            R v = t_abs(a[i * n + j]);
+            if (v > best) {{ best = v; p = i; }}
+        }}
+        if (best == 0) {{ singular = 1; continue; }}
+        if (p != j) {{
+            for (i64 c = 0; c < n; ++c) {{
+                T tmp = a[j * n + c]; a[j * n + c] = a[p * n + c]; a[p * n + c] = tmp;
+            }}
+            if (mode == 2)
+                for (i64 c = 0; c < k; ++c) {{
+                    T tmp = b[j * k + c]; b[j * k + c] = b[p * k + c]; b[p * k + c] = tmp;
+                }}
+            sgn = t_scale(sgn, (R)-1);
+        }}
+        T piv = a[j * n + j];
+        for (i64 i = j + 1; i < n; ++i) {{
+            T l = t_div(a[i * n + j], piv);
+            a[i * n + j] = l;
+            for (i64 c = j + 1; c < n; ++c) a[i * n + c] = t_sub(a[i * n + c], t_mul(l, a[j * n + c]));
+            if (mode == 2)
+                for (i64 c = 0; c < k; ++c) b[i * k + c] = t_sub(b[i * k + c], t_mul(l, b[j * k + c]));
+        }}
+    }}
+    if (mode == 2) {{
+        if (singular) {{ *({g}i32 *)pf = 1; return; }}
+        for (i64 i = n - 1; i >= 0; --i)
+            for (i64 c = 0; c < k; ++c) {{
+                T s = b[i * k + c];
+                for (i64 t = i + 1; t < n; ++t) s = t_sub(s, t_mul(a[i * n + t], b[t * k + c]));
+                b[i * k + c] = t_div(s, a[i * n + i]);
+            }}
+        return;
+    }}
+    if (mode == 0) {{
+        T det = sgn;
+        for (i64 j = 0; j < n; ++j) det = t_mul(det, a[j * n + j]);
+        (({g}T *)pr1)[bi] = det;
+        return;
+    }}
+    R logabs = 0;
+    for (i64 j = 0; j < n; ++j) {{
+        T v = a[j * n + j];
+        R m = t_abs(v);
+        if (m == 0) continue;
+        sgn = t_mul(sgn, t_scale(v, 1 / m));
+        logabs += R_LOG(m);
+    }}
+    if (singular) {{ sgn = t_real((R)0); logabs = -INFINITY; }}
+    (({g}T *)pr1)[bi] = sgn;
+    (({g}R *)pr2)[bi] = logabs;
+"""
+    return body, params
+
+
+def _chol(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
+    params = [("ptr", f"{g}u8 *pa"), ("ptr", f"{g}u8 *pf"), ("i8", "i64 nb"), ("i8", "i64 n"),
+              ("i8", "i64 upper")]
+    body = f"""
+    {g}T *a = ({g}T *)pa + bi * n * n;
+    if (upper)
+        for (i64 i = 0; i < n; ++i)
+            for (i64 j = 0; j < i; ++j) a[i * n + j] = t_conj(a[j * n + i]);
+    for (i64 j = 0; j < n; ++j) {{
+        R dj = t_re(a[j * n + j]);
+        for (i64 t = 0; t < j; ++t) dj -= t_abs2(a[j * n + t]);
+        if (!(dj > 0)) {{ *({g}i32 *)pf = 1; return; }}
+        R r = R_SQRT(dj);
+        a[j * n + j] = t_real(r);
+        for (i64 i = j + 1; i < n; ++i) {{
+            T s = a[i * n + j];
+            for (i64 t = 0; t < j; ++t) s = t_sub(s, t_mul(a[i * n + t], t_conj(a[j * n + t])));
+            a[i * n + j] = t_scale(s, 1 / r);
+        }}
+    }}
+    for (i64 i = 0; i < n; ++i)
+        for (i64 j = i + 1; j < n; ++j) {{
+            if (upper) {{ a[i * n + j] = t_conj(a[j * n + i]); a[j * n + i] = t_real((R)0); }}
+            else a[i * n + j] = t_real((R)0);
+        }}
+"""
+    return body, params
+
+
+def _jeig(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
+    params = [("ptr", f"{g}u8 *pa"), ("ptr", f"{g}u8 *pw"), ("ptr", f"{g}u8 *pv"),
+              ("i8", "i64 nb"), ("i8", "i64 n"), ("i8", "i64 vectors")]
+    body = f"""
+    {g}T *a = ({g}T *)pa + bi * n * n;
+    {g}R *w = ({g}R *)pw + bi * n;
+    {g}T *v = ({g}T *)pv + bi * n * n;
+    R frob = 0;
+    for (i64 i = 0; i < n; ++i) {{
+        a[i * n + i] = t_real(t_re(a[i * n + i]));
+        for (i64 j = i + 1; j < n; ++j) a[i * n + j] = t_conj(a[j * n + i]);
+    }}
+    for (i64 i = 0; i < n * n; ++i) frob += t_abs2(a[i]);
+    R floor_ = EPS * EPS * R_SQRT(frob);
+    if (vectors)
+        for (i64 i = 0; i < n; ++i)
+            for (i64 j = 0; j < n; ++j) v[i * n + j] = t_real(i == j ? (R)1 : (R)0);
+    for (int sweep = 0; sweep < {MAX_SWEEPS}; ++sweep) {{
+      int rotated = 0;
+      for (i64 p = 0; p < n; ++p) for (i64 q = p + 1; q < n; ++q) {{
+        T apq = a[p * n + q];
+        R r = t_abs(apq), app = t_re(a[p * n + p]), aqq = t_re(a[q * n + q]);
+        if (!(r > EPS * R_SQRT(R_ABS(app)) * R_SQRT(R_ABS(aqq))) || !(r > floor_)) continue;
+{_rotation(g)}
+        for (i64 i = 0; i < n; ++i) {{
+            T x = a[i * n + p], y = a[i * n + q];
+            a[i * n + p] = t_sub(t_scale(x, c), t_mul(zc, y));
+            a[i * n + q] = t_add(t_mul(z, x), t_scale(y, c));
+        }}
+        for (i64 i = 0; i < n; ++i) {{
+            T x = a[p * n + i], y = a[q * n + i];
+            a[p * n + i] = t_sub(t_scale(x, c), t_mul(z, y));
+            a[q * n + i] = t_add(t_mul(zc, x), t_scale(y, c));
+        }}
+        a[p * n + q] = t_real((R)0); a[q * n + p] = t_real((R)0);
+        a[p * n + p] = t_real(app - t * r); a[q * n + q] = t_real(aqq + t * r);
+        if (vectors)
+            for (i64 i = 0; i < n; ++i) {{
+                T x = v[i * n + p], y = v[i * n + q];
+                v[i * n + p] = t_sub(t_scale(x, c), t_mul(zc, y));
+                v[i * n + q] = t_add(t_mul(z, x), t_scale(y, c));
+            }}
+        rotated = 1;
+      }}
+      if (!rotated) break;
+    }}
+    for (i64 i = 0; i < n; ++i) w[i] = t_re(a[i * n + i]);
+    for (i64 i = 0; i < n; ++i) {{  /* ascending, vectors alike */
+        i64 m = i;
+        for (i64 j = i + 1; j < n; ++j) if (w[j] < w[m]) m = j;
+        if (m == i) continue;
+        R tw = w[i]; w[i] = w[m]; w[m] = tw;
+        if (vectors)
+            for (i64 j = 0; j < n; ++j) {{
+                T tv = v[j * n + i]; v[j * n + i] = v[j * n + m]; v[j * n + m] = tv;
+            }}
+    }}
+"""
+    return body, params
+
+
+def _jsvd(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
+    """Vectors are the columns of ``X`` when ``m >= n`` and its rows otherwise; with ``g =
+    sum conj(x_p) x_q`` the same update orthogonalises both (for rows it is the Jacobi
+    step of ``A^H`` conjugated), and the accumulated ``W`` gives ``V`` (columns) or
+    ``conj(U)`` (rows): the other factor is written as ``conj(W)`` in either case."""
+    params = [("ptr", f"{g}u8 *px"), ("ptr", f"{g}u8 *pw"), ("ptr", f"{g}u8 *ps"),
+              ("ptr", f"{g}u8 *po"), ("ptr", f"{g}u8 *pq"), ("i8", "i64 nb"), ("i8", "i64 m"),
+              ("i8", "i64 n"), ("i8", "i64 full"), ("i8", "i64 vectors")]
+    body = f"""
+    int rows = m < n;
+    i64 K = rows ? m : n, L = rows ? n : m;
+    i64 vs = rows ? n : 1, es = rows ? 1 : n;
+    {g}T *x = ({g}T *)px + bi * m * n;
+    {g}T *w = ({g}T *)pw + bi * K * K;
+    {g}R *sv = ({g}R *)ps + bi * K;
+    if (vectors)
+        for (i64 i = 0; i < K; ++i)
+            for (i64 j = 0; j < K; ++j) w[i * K + j] = t_real(i == j ? (R)1 : (R)0);
+    for (int sweep = 0; sweep < {MAX_SWEEPS}; ++sweep) {{
+      int rotated = 0;
+      for (i64 p = 0; p < K; ++p) for (i64 q = p + 1; q < K; ++q) {{
+        R app = 0, aqq = 0;
+        T apq = t_real((R)0);
+        for (i64 i = 0; i < L; ++i) {{
+            T xp = x[p * vs + i * es], xq = x[q * vs + i * es];
+            app += t_abs2(xp); aqq += t_abs2(xq);
+            apq = t_add(apq, t_mul(t_conj(xp), xq));
+        }}
+        R r = t_abs(apq);
+        if (!(r > EPS * R_SQRT(app) * R_SQRT(aqq))) continue;
+{_rotation(g)}
+        for (i64 i = 0; i < L; ++i) {{
+            T xp = x[p * vs + i * es], xq = x[q * vs + i * es];
+            x[p * vs + i * es] = t_sub(t_scale(xp, c), t_mul(zc, xq));
+            x[q * vs + i * es] = t_add(t_mul(z, xp), t_scale(xq, c));
+        }}
+        if (vectors)
+            for (i64 i = 0; i < K; ++i) {{
+                T xp = w[i * K + p], xq = w[i * K + q];
+                w[i * K + p] = t_sub(t_scale(xp, c), t_mul(zc, xq));
+                w[i * K + q] = t_add(t_mul(z, xp), t_scale(xq, c));
+            }}
+        rotated = 1;
+      }}
+      if (!rotated) break;
+    }}
+    for (i64 p = 0; p < K; ++p) {{
+        R s2 = 0;
+        for (i64 i = 0; i < L; ++i) s2 += t_abs2(x[p * vs + i * es]);
+        sv[p] = R_SQRT(s2);
+    }}
+    for (i64 p = 0; p < K; ++p) {{  /* descending, vectors alike */
+        i64 mx = p;
+        for (i64 j = p + 1; j < K; ++j) if (sv[j] > sv[mx]) mx = j;
+        if (mx == p) continue;
+        R ts = sv[p]; sv[p] = sv[mx]; sv[mx] = ts;
+        if (vectors) {{
+            for (i64 i = 0; i < L; ++i) {{
+                T t = x[p * vs + i * es]; x[p * vs + i * es] = x[mx * vs + i * es];
+                x[mx * vs + i * es] = t;
+            }}
+            for (i64 i = 0; i < K; ++i) {{
+                T t = w[i * K + p]; w[i * K + p] = w[i * K + mx]; w[i * K + mx] = t;
+            }}
+        }}
+    }}
+    if (!vectors) return;
+    /* O: the normalised vectors (U's columns, or Vh's rows), completed to nO of them */
+    i64 nO = full ? L : K;
+    i64 ovs = rows ? n : 1, oes = rows ? 1 : nO;
+    {g}T *o = ({g}T *)po + bi * nO * L;
+    R tol = K > 0 ? sv[0] * EPS * (R)L : (R)0;
+    i64 cand = 0;
+    for (i64 p = 0; p < nO; ++p) {{
+        if (p < K && sv[p] > tol && sv[p] > 0) {{
+            R inv = 1 / sv[p];
+            for (i64 i = 0; i < L; ++i) o[p * ovs + i * oes] = t_scale(x[p * vs + i * es], inv);
+            continue;
+        }}
+        while (cand < L) {{  /* Gram-Schmidt (twice) of the next unit vector */
+            for (i64 i = 0; i < L; ++i) o[p * ovs + i * oes] = t_real(i == cand ? (R)1 : (R)0);
+            ++cand;
+            for (int pass = 0; pass < 2; ++pass)
+                for (i64 j = 0; j < p; ++j) {{
+                    T h = t_real((R)0);
+                    for (i64 i = 0; i < L; ++i)
+                        h = t_add(h, t_mul(t_conj(o[j * ovs + i * oes]), o[p * ovs + i * oes]));
+                    for (i64 i = 0; i < L; ++i)
+                        o[p * ovs + i * oes] = t_sub(o[p * ovs + i * oes], t_mul(h, o[j * ovs + i * oes]));
+                }}
+            R nn = 0;
+            for (i64 i = 0; i < L; ++i) nn += t_abs2(o[p * ovs + i * oes]);
+            if (nn * (R)(2 * L) > 1) {{
+                R inv = 1 / R_SQRT(nn);
+                for (i64 i = 0; i < L; ++i) o[p * ovs + i * oes] = t_scale(o[p * ovs + i * oes], inv);
+                break;
+            }}
+        }}
+    }}
+    /* Q = conj(W) placed as Vh (columns case: Vh[p][k]) or U (rows case: U[k][p]) */
+    {g}T *q = ({g}T *)pq + bi * K * K;
+    i64 qp = rows ? 1 : K, qk = rows ? K : 1;
+    for (i64 k = 0; k < K; ++k)
+        for (i64 p = 0; p < K; ++p) q[p * qp + k * qk] = t_conj(w[k * K + p]);
+"""
+    return body, params
+
+
+_BODIES = {"lu": _lu, "chol": _chol, "jeig": _jeig, "jsvd": _jsvd}
+
+
+def program(d: Dialect, s: Spec) -> tuple[str, str, list[str]]:
+    """(source, kernel name, parameter types) of the kernel of ``s``."""
+    name = f"fac_{s.kind}_{s.key}"
+    g = d.glob
+    body, params = _BODIES[s.kind](d, g)
+    doubles = _REAL[s.key] == "double"
+    text = ((d.fp64 if doubles else "") + d.prelude
+            + "#ifndef DEV\n#define DEV " + d.fn + "\n#endif\n" + d.compute_prelude
+            + _types(d, s.key)
+            + f"{d.kernel} void {name}({', '.join(p for _, p in params)}) {{\n"
+            + "    i64 bi = GRID_START;\n    if (bi >= nb) return;\n" + body + "}\n")
+    return text, name, [t for t, _ in params]
+
+
+def launch(device, kind: str, key: str, values: list, nb: int) -> None:
+    """Enqueue the ``kind`` kernel of compute key ``key`` over ``nb`` matrices (one
+    work-item each; work-groups of one on a CPU device, so matrices spread over cores)."""
+    if nb == 0:
+        return
+    kernel = compiled(device, Spec(device.backend, kind, key), program, _kernels, _lock)
+    local = 1 if device.impl.launch_hint(device.index) == "cpu" else 64
+    while local > kernel.max_local and local > 1:
+        local //= 2
+    kernel.launch(values, -(-nb // local) * local, local)
