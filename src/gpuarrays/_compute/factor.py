@@ -28,7 +28,7 @@ from .._array.transfer import copy_raw
 from .device import factor as kernels
 
 __all__ = ["compute_dtype", "det", "slogdet", "solve", "inv", "cholesky", "eigh", "svd",
-           "matrix_rank", "pinv", "svd_norm"]
+           "matrix_rank", "pinv", "svd_norm", "qr"]
 
 LinAlgError = np.linalg.LinAlgError
 _I4 = np.dtype(np.int32)
@@ -287,6 +287,35 @@ def svd(x, kind, vectors: bool, full: bool = True):
     finally:
         _free(work, w)
     return u, s, vh
+
+
+def qr(x, kind, complete: bool):
+    """(Q, R) of each matrix by Householder reflections (LAPACK's conventions)."""
+    dev = x._storage.device
+    dt = compute_dtype("qr", dev, x._dtype)
+    batch = x._shape[:-2]
+    m, n = x._shape[-2:]
+    k = min(m, n)
+    mq = m if complete else k
+    q = new_array((*batch, m, mq), dt, dev, kind)
+    r = work = tau = None
+    try:
+        r = new_array((*batch, mq, n), dt, dev, kind)
+        nb = math.prod(batch)
+        if nb and not k:
+            _eye(q)
+            r.fill(0)
+        elif nb:
+            work = _copy(x, dt)
+            tau = new_array((nb, k), dt, dev, "device")
+            kernels.launch(dev, "qr", _key(dt), [_ptr(work), _ptr(tau), _ptr(q), _ptr(r), nb,
+                                                 m, n, int(complete)], nb)
+    except BaseException:
+        _free(q, r)
+        raise
+    finally:
+        _free(work, tau)
+    return q, r
 
 
 def _eye(out) -> None:

@@ -239,11 +239,12 @@ def pinv(x, /, *, rtol=None):
 
 
 def qr(x, /, *, mode="reduced"):
-    """``QRResult(Q, R)`` of each matrix (``mode`` ``"reduced"`` or ``"complete"``).  cpu only."""
+    """``QRResult(Q, R)`` of each matrix (``mode`` ``"reduced"`` or ``"complete"``)."""
     if mode not in ("reduced", "complete"):
         raise ValueError(f"linalg.qr(): mode must be 'reduced' or 'complete', got {mode!r}")
-    dev, kind = _host_only("qr", x)
-    _matrices("qr", x)
+    dev, kind, cpu = _on("qr", x, square=False)
+    if not cpu:
+        return QRResult(*_factor.qr(x, kind, mode == "complete"))
     q, r = _run_numpy(dev, np.linalg.qr, cpu_engine.view(x), mode=mode)
     return QRResult(_adopt(q, dev, kind), _adopt(r, dev, kind))
 

@@ -43,7 +43,7 @@ from .reduce import compiled
 
 __all__ = ["Spec", "program", "launch", "KINDS"]
 
-KINDS = ("lu", "chol", "jeig", "jsvd")
+KINDS = ("lu", "chol", "jeig", "jsvd", "qr")
 
 _REAL = {"f4": "float", "f8": "double", "c8": "float", "c16": "double"}
 _EPS = {"float": "1.1920929e-07f", "double": "2.220446049250313e-16"}
@@ -386,7 +386,60 @@ def _jsvd(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
     return body, params
 
 
-_BODIES = {"lu": _lu, "chol": _chol, "jeig": _jeig, "jsvd": _jsvd}
+def _qr(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
+    """Householder QR as LAPACK's ``geqrf`` + ``orgqr`` (``beta = -sign(re(alpha)) *
+    norm``, ``H = I - tau v v^H`` with ``v_j = 1``), so real results match NumPy's."""
+    params = [("ptr", f"{g}u8 *px"), ("ptr", f"{g}u8 *ptau"), ("ptr", f"{g}u8 *pq"),
+              ("ptr", f"{g}u8 *pr"), ("i8", "i64 nb"), ("i8", "i64 m"), ("i8", "i64 n"),
+              ("i8", "i64 complete")]
+    body = f"""
+    i64 K = m < n ? m : n, mq = complete ? m : K;
+    {g}T *x = ({g}T *)px + bi * m * n;
+    {g}T *tau = ({g}T *)ptau + bi * K;
+    {g}T *q = ({g}T *)pq + bi * m * mq;
+    {g}T *r = ({g}T *)pr + bi * mq * n;
+    for (i64 j = 0; j < K; ++j) {{
+        T alpha = x[j * n + j];
+        R xn = 0;
+        for (i64 i = j + 1; i < m; ++i) xn += t_abs2(x[i * n + j]);
+        T aconj = t_conj(alpha);
+        if (xn == 0 && t_abs2(t_sub(alpha, aconj)) == 0) {{  /* H = I */
+            tau[j] = t_real((R)0);
+            continue;
+        }}
+        R beta = R_SQRT(t_abs2(alpha) + xn);
+        if (t_re(alpha) >= 0) beta = -beta;
+        /* tau = (beta - alpha) / beta, v = x / (alpha - beta) */
+        tau[j] = t_scale(t_sub(t_real(beta), alpha), 1 / beta);
+        T sc = t_div(t_real((R)1), t_sub(alpha, t_real(beta)));
+        for (i64 i = j + 1; i < m; ++i) x[i * n + j] = t_mul(x[i * n + j], sc);
+        x[j * n + j] = t_real(beta);
+        T tc = t_conj(tau[j]);
+        for (i64 c = j + 1; c < n; ++c) {{  /* A <- H^H A */
+            T w = x[j * n + c];
+            for (i64 i = j + 1; i < m; ++i) w = t_add(w, t_mul(t_conj(x[i * n + j]), x[i * n + c]));
+            w = t_mul(tc, w);
+            x[j * n + c] = t_sub(x[j * n + c], w);
+            for (i64 i = j + 1; i < m; ++i) x[i * n + c] = t_sub(x[i * n + c], t_mul(w, x[i * n + j]));
+        }}
+    }}
+    for (i64 i = 0; i < mq; ++i)
+        for (i64 c = 0; c < n; ++c) r[i * n + c] = i <= c ? x[i * n + c] : t_real((R)0);
+    for (i64 i = 0; i < m; ++i)
+        for (i64 c = 0; c < mq; ++c) q[i * mq + c] = t_real(i == c ? (R)1 : (R)0);
+    for (i64 j = K - 1; j >= 0; --j)  /* Q <- H_j Q */
+        for (i64 c = j; c < mq; ++c) {{
+            T w = q[j * mq + c];
+            for (i64 i = j + 1; i < m; ++i) w = t_add(w, t_mul(t_conj(x[i * n + j]), q[i * mq + c]));
+            w = t_mul(tau[j], w);
+            q[j * mq + c] = t_sub(q[j * mq + c], w);
+            for (i64 i = j + 1; i < m; ++i) q[i * mq + c] = t_sub(q[i * mq + c], t_mul(w, x[i * n + j]));
+        }}
+"""
+    return body, params
+
+
+_BODIES = {"lu": _lu, "chol": _chol, "jeig": _jeig, "jsvd": _jsvd, "qr": _qr}
 
 
 def program(d: Dialect, s: Spec) -> tuple[str, str, list[str]]:
