@@ -3,13 +3,14 @@
 All 25 functions, with the standard's signatures and namedtuple results.  On
 ``cpu`` every function runs: NumPy on views of the raw memory, writing into the
 result where NumPy takes ``out=`` and otherwise copying NumPy's result into
-memory from the pool once.  On device back-ends the functions built from this
-library's own kernels run (:data:`ON_DEVICES`: matmul and its relatives,
-``outer``, ``trace``, ``diagonal``, ``cross``, ``matrix_power`` for ``n >= 0``,
-``vector_norm``, ``matrix_norm`` without singular values); the factorisations
-and solvers raise ``NotImplementedError`` naming the function and the device --
-no maintained OpenCL library installs with pip here, and this library never
-copies device memory to the host behind the caller's back.
+memory from the pool once.  On device back-ends every function except ``eig``
+and ``eigvals`` runs (:data:`ON_DEVICES`) on this library's own kernels: matmul
+and its relatives, the reductions, and the factorisations of
+``_compute/factor.py`` (LU, Cholesky, Householder QR, Jacobi eigenvalues and
+one-sided Jacobi SVD; docs/linalg.md, "Factorisations on device back-ends").
+The non-symmetric eigenproblem raises ``NotImplementedError`` there, naming the
+function and the device: this library never copies device memory to the host
+behind the caller's back.
 """
 
 from __future__ import annotations
@@ -57,20 +58,19 @@ QRResult = namedtuple("QRResult", ["Q", "R"])
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
-ON_DEVICES = frozenset({
-    "cross", "diagonal", "matmul", "matrix_norm", "matrix_power", "matrix_transpose", "outer",
-    "tensordot", "trace", "vecdot", "vector_norm"})
-"""The functions that run on every device back-end (docs/linalg.md, the table); the
-others run on ``cpu`` only.  ``matrix_norm`` with ``ord`` 2, -2 or ``"nuc"`` and
-``matrix_power`` with ``n < 0`` need singular values or an inverse: cpu only."""
+ON_DEVICES = frozenset(set(__all__) - {"eig", "eigvals"} - {
+    n for n in __all__ if n[0].isupper()})
+"""The functions that run on every device back-end (docs/linalg.md, the table); ``eig`` and
+``eigvals`` (the non-symmetric eigenproblem) run on ``cpu`` only."""
 
 
 # Helpers ---------------------------------------------------------------------------------
 def _not_on_device(name: str, dev, what: str = "") -> NotImplementedError:
     return NotImplementedError(
-        f"linalg.{name}{what} is not implemented on {dev} ({dev.backend} back-end): no "
-        f"maintained {dev.backend} library for it installs from the package index (see "
-        f"docs/linalg.md); move the data explicitly, e.g. x.to_device('cpu:0')")
+        f"linalg.{name}{what} is not implemented on {dev} ({dev.backend} back-end): the "
+        f"non-symmetric eigenproblem has no device kernel in this library (docs/linalg.md); "
+        f"use linalg.eigh for symmetric/Hermitian matrices, or move the data explicitly, "
+        f"e.g. x.to_device('cpu:0')")
 
 
 def _host_only(name: str, *xs, what: str = ""):
