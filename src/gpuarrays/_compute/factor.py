@@ -26,6 +26,13 @@ import numpy as np
 from .._array.make import new_array
 from .._array.transfer import copy_raw
 from .device import factor as kernels
+from .elementwise import conj, divide, greater, multiply, where
+from .linalg import matmul
+from .manipulation import expand_dims
+from .searching import count_nonzero
+from .statistical import max as _max
+from .statistical import min as _min
+from .statistical import sum as _sum
 
 __all__ = ["compute_dtype", "det", "slogdet", "solve", "inv", "cholesky", "eigh", "svd",
            "matrix_rank", "pinv", "svd_norm", "qr"]
@@ -113,8 +120,9 @@ def _determinant(x, kind, mode: int):
         elif nb:
             work = _copy(x, dt)
             p2 = _ptr(out2) if mode else _ptr(out1)
-            kernels.launch(dev, "lu", _key(dt), [_ptr(work), _ptr(work), _ptr(out1), p2,
-                                                 _ptr(work), nb, n, 0, mode, 0], nb)
+            with dev.gate:  # no reset under the launch
+                kernels.launch(dev, "lu", _key(dt), [_ptr(work), _ptr(work), _ptr(out1), p2,
+                                                     _ptr(work), nb, n, 0, mode, 0], nb)
     except BaseException:
         _free(out1, out2)
         raise
@@ -167,8 +175,9 @@ def solve(x1, x2, kind):
             copy_raw(b3, x2.reshape((n, 1)) if x2.ndim == 1 else x2)
             work = _copy(x1, dt, (*batch, n, n))
             flag = _flag(dev)
-            kernels.launch(dev, "lu", _key(dt), [_ptr(work), _ptr(out), _ptr(work), _ptr(work),
-                                                 _ptr(flag), nb, n, k, 2, 0], nb)
+            with dev.gate:  # no reset under the launch
+                kernels.launch(dev, "lu", _key(dt), [_ptr(work), _ptr(out), _ptr(work),
+                                                     _ptr(work), _ptr(flag), nb, n, k, 2, 0], nb)
             if _failed(flag):
                 raise _singular("solve")
     except BaseException:
@@ -191,8 +200,9 @@ def inv(x, kind):
         if nb and n:
             work = _copy(x, dt)
             flag = _flag(dev)
-            kernels.launch(dev, "lu", _key(dt), [_ptr(work), _ptr(out), _ptr(work), _ptr(work),
-                                                 _ptr(flag), nb, n, n, 2, 1], nb)
+            with dev.gate:  # no reset under the launch
+                kernels.launch(dev, "lu", _key(dt), [_ptr(work), _ptr(out), _ptr(work),
+                                                     _ptr(work), _ptr(flag), nb, n, n, 2, 1], nb)
             if _failed(flag):
                 raise _singular("inv")
     except BaseException:
@@ -215,7 +225,9 @@ def cholesky(x, kind, upper: bool):
         if nb and n:
             copy_raw(out, x)
             flag = _flag(dev)
-            kernels.launch(dev, "chol", _key(dt), [_ptr(out), _ptr(flag), nb, n, int(upper)], nb)
+            with dev.gate:  # no reset under the launch
+                kernels.launch(dev, "chol", _key(dt), [_ptr(out), _ptr(flag), nb, n,
+                                                       int(upper)], nb)
             if _failed(flag):
                 raise LinAlgError(f"Matrix is not positive definite: linalg.cholesky() met a "
                                   f"non-positive pivot in a {n} x {n} matrix; cholesky needs "
@@ -242,9 +254,10 @@ def eigh(x, kind, vectors: bool):
         nb = _batch(x._shape)
         if nb and n:
             work = _copy(x, dt)
-            kernels.launch(dev, "jeig", _key(dt), [_ptr(work), _ptr(w),
-                                                   _ptr(v if vectors else work), nb, n,
-                                                   int(vectors)], nb)
+            with dev.gate:  # no reset under the launch
+                kernels.launch(dev, "jeig", _key(dt), [_ptr(work), _ptr(w),
+                                                       _ptr(v if vectors else work), nb, n,
+                                                       int(vectors)], nb)
     except BaseException:
         _free(w, v)
         raise
@@ -277,10 +290,11 @@ def svd(x, kind, vectors: bool, full: bool = True):
                 w = new_array((nb, kmin, kmin), dt, dev, "device")
             # the normalised side is U (columns, m >= n) or Vh (rows); the other is conj(W)
             o, q = (vh, u) if m < n else (u, vh)
-            kernels.launch(dev, "jsvd", _key(dt), [
-                _ptr(work), _ptr(w if vectors else work), _ptr(s),
-                _ptr(o if vectors else work), _ptr(q if vectors else work), nb, m, n,
-                int(full), int(vectors)], nb)
+            with dev.gate:  # no reset under the launch
+                kernels.launch(dev, "jsvd", _key(dt), [
+                    _ptr(work), _ptr(w if vectors else work), _ptr(s),
+                    _ptr(o if vectors else work), _ptr(q if vectors else work), nb, m, n,
+                    int(full), int(vectors)], nb)
     except BaseException:
         _free(s, u, vh)
         raise
@@ -308,8 +322,9 @@ def qr(x, kind, complete: bool):
         elif nb:
             work = _copy(x, dt)
             tau = new_array((nb, k), dt, dev, "device")
-            kernels.launch(dev, "qr", _key(dt), [_ptr(work), _ptr(tau), _ptr(q), _ptr(r), nb,
-                                                 m, n, int(complete)], nb)
+            with dev.gate:  # no reset under the launch
+                kernels.launch(dev, "qr", _key(dt), [_ptr(work), _ptr(tau), _ptr(q), _ptr(r), nb,
+                                                     m, n, int(complete)], nb)
     except BaseException:
         _free(q, r)
         raise
@@ -333,10 +348,6 @@ def _eye(out) -> None:
 def _cutoff(s, rtol, dt, m: int, n: int):
     """``rtol * max(s)`` per matrix, shape ``(..., 1)`` (``rtol`` None: ``max(M, N) * eps``;
     an array broadcasts against the batch shape)."""
-    from .elementwise import multiply
-    from .manipulation import expand_dims
-    from .statistical import max as _max
-
     smax = _max(s, axis=-1, keepdims=True)
     try:
         if rtol is None:
@@ -351,9 +362,6 @@ def _cutoff(s, rtol, dt, m: int, n: int):
 
 def matrix_rank(x, kind, rtol):
     """The count of singular values above the cut-off, per matrix (int64)."""
-    from .elementwise import greater
-    from .searching import count_nonzero
-
     dev = x._storage.device
     dt = compute_dtype("matrix_rank", dev, x._dtype)
     m, n = x._shape[-2:]
@@ -375,10 +383,6 @@ def matrix_rank(x, kind, rtol):
 
 def pinv(x, kind, rtol):
     """``Vh^H diag(1/s) U^H`` over the singular values above the cut-off (others 0)."""
-    from .elementwise import conj, divide, greater, multiply, where
-    from .linalg import matmul
-    from .manipulation import expand_dims
-
     dev = x._storage.device
     dt = compute_dtype("pinv", dev, x._dtype)
     m, n = x._shape[-2:]
@@ -412,10 +416,6 @@ def pinv(x, kind, rtol):
 def svd_norm(x, kind, ord, keepdims: bool):
     """``matrix_norm`` with ord 2 (the largest singular value), -2 (the smallest) or
     ``"nuc"`` (their sum)."""
-    from .statistical import max as _max
-    from .statistical import min as _min
-    from .statistical import sum as _sum
-
     s = svd(x, kind, False)[1]
     try:
         red = {2: _max, -2: _min}.get(ord, _sum)
