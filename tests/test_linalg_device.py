@@ -355,7 +355,53 @@ def test_the_kernels_compile_with_nvrtc(nvrtc):
 
     for kind in factor.KINDS:
         for key in ("f4", "f8", "c8", "c16"):
+            if kind == "eig" and key[0] == "f":  # complex arithmetic only
+                with pytest.raises(ValueError, match="complex"):
+                    factor.program(cuda.DIALECT, factor.Spec("cuda", kind, key))
+                continue
             text, name, _ = factor.program(cuda.DIALECT, factor.Spec("cuda", kind, key))
             image, how = cuda.compile_image(text, 90)
             assert image and how == "cubin", (kind, key)
             assert name in text
+
+
+# eig / eigvals ---------------------------------------------------------------------------
+def same_set(got, want, tol) -> None:
+    """The same eigenvalues per matrix, in any order."""
+    assert got.shape == want.shape
+    dist = np.abs(got[..., :, None] - want[..., None, :])
+    assert dist.min(axis=-1, initial=np.inf).max(initial=0) <= tol
+    assert dist.min(axis=-2, initial=np.inf).max(initial=0) <= tol
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+def test_eig_reconstructs_and_matches_numpy_values(device, dtype):
+    if skip_double(device, dtype):
+        return
+    ct = np.result_type(dtype, np.complex64)
+    tol = TOL[np.dtype(ct).name] * 100
+    cases = [rand((3, 8, 8), dtype, 90), rand((1, 1), dtype, 91), np.zeros((2, 0, 0), dtype),
+             rand((4, 5), dtype, 92)[:, ::-1].T[:4],  # a transposed, reversed view
+             np.triu(np.ones((5, 5), dtype)),  # defective: one eigenvalue five times
+             np.roll(np.eye(5, dtype=dtype), 1, axis=0),  # a permutation: roots of unity
+             np.array([[0, 1], [-1, 0]], dtype)]  # a real matrix with complex eigenvalues
+    for k, a in enumerate(cases):
+        A = put(np.ascontiguousarray(a), device) if k != 3 else put(
+            rand((4, 5), dtype, 92), device)[:, ::-1].mT[:4]
+        w, v = gl.eig(A)
+        assert type(gl.eig(A)).__name__ == "EigResult"
+        assert w.dtype == ct and v.dtype == ct
+        w, v = w.get(), v.get()
+        scale = max(1.0, np.abs(a).max(initial=0)) * max(1, a.shape[-1])
+        if k != 4:  # a defective matrix's eigenvalues move by sqrt(eps)
+            same_set(w, np.linalg.eigvals(a).astype(ct), tol * scale)
+            np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1, rtol=tol)
+        assert np.abs(a @ v - v * w[..., None, :]).max(initial=0) <= tol * scale
+        np.testing.assert_array_equal(gl.eigvals(A).get(), w)
+
+
+def test_eig_of_a_64_x_64_matrix_in_float32(device):
+    a = rand((64, 64), "float32", 93)
+    w, v = (r.get() for r in gl.eig(put(a, device)))
+    same_set(w, np.linalg.eigvals(a.astype(np.float64)).astype(np.complex64), 1e-3 * 8)
+    assert np.abs(a @ v - v * w).max() <= 1e-4 * 64

@@ -35,7 +35,7 @@ from .statistical import min as _min
 from .statistical import sum as _sum
 
 __all__ = ["compute_dtype", "det", "slogdet", "solve", "inv", "cholesky", "eigh", "svd",
-           "matrix_rank", "pinv", "svd_norm", "qr"]
+           "matrix_rank", "pinv", "svd_norm", "qr", "eig"]
 
 LinAlgError = np.linalg.LinAlgError
 _I4 = np.dtype(np.int32)
@@ -331,6 +331,39 @@ def qr(x, kind, complete: bool):
     finally:
         _free(work, tau)
     return q, r
+
+
+def eig(x, kind, vectors: bool):
+    """(eigenvalues, eigenvectors or None) of each square matrix, complex of ``x``'s
+    precision, by Hessenberg reduction and shifted QR in complex arithmetic."""
+    dev = x._storage.device
+    dt = compute_dtype("eig" if vectors else "eigvals", dev, x._dtype)
+    ct = np.result_type(dt, np.complex64)
+    dev.require(ct)
+    n = x._shape[-1]
+    w = new_array(x._shape[:-1], ct, dev, kind)
+    v = work = flag = None
+    try:
+        if vectors:
+            v = new_array(x._shape, ct, dev, kind)
+        nb = _batch(x._shape)
+        if nb and n:
+            work = _copy(x, ct)
+            flag = _flag(dev)
+            with dev.gate:  # no reset under the launch
+                kernels.launch(dev, "eig", _key(ct), [_ptr(work), _ptr(w),
+                                                      _ptr(v if vectors else work),
+                                                      _ptr(flag), nb, n, int(vectors)], nb)
+            if _failed(flag):
+                raise LinAlgError(f"Eigenvalues did not converge: linalg.eig() ran out of QR "
+                                  f"iterations ({30 * n} for a {n} x {n} matrix); check the "
+                                  f"input for NaN or infinity")
+    except BaseException:
+        _free(w, v)
+        raise
+    finally:
+        _free(work, flag)
+    return w, v
 
 
 def _eye(out) -> None:

@@ -1,15 +1,13 @@
 """``gpuarrays.linalg``: the array API standard's linear algebra extension (docs/linalg.md).
 
-All 25 functions, with the standard's signatures and namedtuple results.  On
-``cpu`` every function runs: NumPy on views of the raw memory, writing into the
-result where NumPy takes ``out=`` and otherwise copying NumPy's result into
-memory from the pool once.  On device back-ends every function except ``eig``
-and ``eigvals`` runs (:data:`ON_DEVICES`) on this library's own kernels: matmul
-and its relatives, the reductions, and the factorisations of
-``_compute/factor.py`` (LU, Cholesky, Householder QR, Jacobi eigenvalues and
-one-sided Jacobi SVD; docs/linalg.md, "Factorisations on device back-ends").
-The non-symmetric eigenproblem raises ``NotImplementedError`` there, naming the
-function and the device: this library never copies device memory to the host
+All 25 functions, with the standard's signatures and namedtuple results, on every
+device (:data:`ON_DEVICES`).  On ``cpu``: NumPy on views of the raw memory,
+writing into the result where NumPy takes ``out=`` and otherwise copying NumPy's
+result into memory from the pool once.  On device back-ends: this library's own
+kernels -- matmul and its relatives, the reductions, and the factorisations of
+``_compute/factor.py`` (LU, Cholesky, Householder QR, Jacobi eigenvalues,
+one-sided Jacobi SVD, Hessenberg + shifted QR for ``eig``; docs/linalg.md,
+"Factorisations on device back-ends").  Device memory never goes to the host
 behind the caller's back.
 """
 
@@ -58,29 +56,12 @@ QRResult = namedtuple("QRResult", ["Q", "R"])
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
-ON_DEVICES = frozenset(set(__all__) - {"eig", "eigvals"} - {
-    n for n in __all__ if n[0].isupper()})
-"""The functions that run on every device back-end (docs/linalg.md, the table); ``eig`` and
-``eigvals`` (the non-symmetric eigenproblem) run on ``cpu`` only."""
+ON_DEVICES = frozenset(n for n in __all__ if n[0].islower())
+"""The functions that run on every device back-end (docs/linalg.md, the table): all of them,
+from this library's own kernels off ``cpu``."""
 
 
 # Helpers ---------------------------------------------------------------------------------
-def _not_on_device(name: str, dev, what: str = "") -> NotImplementedError:
-    return NotImplementedError(
-        f"linalg.{name}{what} is not implemented on {dev} ({dev.backend} back-end): the "
-        f"non-symmetric eigenproblem has no device kernel in this library (docs/linalg.md); "
-        f"use linalg.eigh for symmetric/Hermitian matrices, or move the data explicitly, "
-        f"e.g. x.to_device('cpu:0')")
-
-
-def _host_only(name: str, *xs, what: str = ""):
-    """(device, kind) of the operands; ``NotImplementedError`` unless they are on cpu."""
-    dev, kind = check_arrays(name, *xs)
-    if dev.backend != "cpu":
-        raise _not_on_device(name, dev, what)
-    return dev, kind
-
-
 def _square(name: str, x) -> None:
     if x.ndim < 2 or x._shape[-1] != x._shape[-2]:
         raise ValueError(f"linalg.{name}() needs a stack of square matrices (shape (..., M, "
@@ -177,18 +158,20 @@ def det(x, /):
 def eig(x, /):
     """``EigResult(eigenvalues, eigenvectors)`` of each square matrix, both complex of
     ``x``'s precision (NumPy returns real values when they all are; the standard does
-    not).  cpu only."""
-    dev, kind = _host_only("eig", x)
-    _square("eig", x)
+    not).  Eigenvectors have norm 1, as NumPy's."""
+    dev, kind, cpu = _on("eig", x)
+    if not cpu:
+        return EigResult(*_factor.eig(x, kind, True))
     w, v = _run_numpy(dev, np.linalg.eig, cpu_engine.view(x))
     ct = _complex_of(x._dtype)
     return EigResult(_adopt(w, dev, kind, ct), _adopt(v, dev, kind, ct))
 
 
 def eigvals(x, /):
-    """The eigenvalues of each square matrix, complex of ``x``'s precision.  cpu only."""
-    dev, kind = _host_only("eigvals", x)
-    _square("eigvals", x)
+    """The eigenvalues of each square matrix, complex of ``x``'s precision."""
+    dev, kind, cpu = _on("eigvals", x)
+    if not cpu:
+        return _factor.eig(x, kind, False)[0]
     w = _run_numpy(dev, np.linalg.eigvals, cpu_engine.view(x))
     return _adopt(w, dev, kind, _complex_of(x._dtype))
 

@@ -43,7 +43,8 @@ from .reduce import compiled
 
 __all__ = ["Spec", "program", "launch", "KINDS"]
 
-KINDS = ("lu", "chol", "jeig", "jsvd", "qr")
+KINDS = ("lu", "chol", "jeig", "jsvd", "qr", "eig")
+"""The kernel families; ``eig`` is complex-only (real input computes in complex)."""
 
 _REAL = {"f4": "float", "f8": "double", "c8": "float", "c16": "double"}
 _EPS = {"float": "1.1920929e-07f", "double": "2.220446049250313e-16"}
@@ -439,12 +440,158 @@ def _qr(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
     return body, params
 
 
-_BODIES = {"lu": _lu, "chol": _chol, "jeig": _jeig, "jsvd": _jsvd, "qr": _qr}
+def _eig(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
+    """The non-symmetric eigenproblem in complex arithmetic (complex keys only): Householder
+    reduction to Hessenberg form, then implicit single-shift QR sweeps of Givens rotations
+    (Wilkinson shift, an exceptional shift every tenth iteration, at most ``30 n`` in all;
+    more set the status word), giving the Schur form ``A = Q T Q^H``.  Eigenvalues are the
+    diagonal of ``T``; eigenvector ``k`` is ``Q x`` with ``x`` from back substitution in
+    ``T - t_kk I`` (a zero divisor replaced by ``eps |A|``, as LAPACK's ``trevc``), scaled to
+    norm 1 with its largest component real (``geev``'s convention)."""
+    params = [("ptr", f"{g}u8 *pa"), ("ptr", f"{g}u8 *pw"), ("ptr", f"{g}u8 *pv"),
+              ("ptr", f"{g}u8 *pf"), ("i8", "i64 nb"), ("i8", "i64 n"), ("i8", "i64 vectors")]
+    body = f"""
+    {g}T *a = ({g}T *)pa + bi * n * n;
+    {g}T *w = ({g}T *)pw + bi * n;
+    {g}T *v = ({g}T *)pv + bi * n * n;
+    R anorm = 0;
+    for (i64 i = 0; i < n * n; ++i) anorm += t_abs2(a[i]);
+    anorm = R_SQRT(anorm);
+    if (vectors)
+        for (i64 i = 0; i < n; ++i)
+            for (i64 j = 0; j < n; ++j) v[i * n + j] = t_real(i == j ? (R)1 : (R)0);
+    /* Hessenberg: H_k = I - tau u u^H on rows/columns k+1.., u stored below a[k+1][k] */
+    for (i64 k = 0; k + 2 < n; ++k) {{
+        T alpha = a[(k + 1) * n + k];
+        R xn = 0;
+        for (i64 i = k + 2; i < n; ++i) xn += t_abs2(a[i * n + k]);
+        if (xn == 0 && alpha.y == 0) continue;
+        R beta = R_SQRT(t_abs2(alpha) + xn);
+        if (alpha.x >= 0) beta = -beta;
+        T tau = t_scale(t_sub(t_real(beta), alpha), 1 / beta), tc = t_conj(tau);
+        T sc = t_div(t_real((R)1), t_sub(alpha, t_real(beta)));
+        for (i64 i = k + 2; i < n; ++i) a[i * n + k] = t_mul(a[i * n + k], sc);
+        a[(k + 1) * n + k] = t_real(beta);
+        for (i64 c = k + 1; c < n; ++c) {{  /* A <- H^H A */
+            T s = a[(k + 1) * n + c];
+            for (i64 i = k + 2; i < n; ++i) s = t_add(s, t_mul(t_conj(a[i * n + k]), a[i * n + c]));
+            s = t_mul(tc, s);
+            a[(k + 1) * n + c] = t_sub(a[(k + 1) * n + c], s);
+            for (i64 i = k + 2; i < n; ++i) a[i * n + c] = t_sub(a[i * n + c], t_mul(s, a[i * n + k]));
+        }}
+        for (int which = 0; which < (vectors ? 2 : 1); ++which) {{  /* A <- A H, Q <- Q H */
+            {g}T *m_ = which ? v : a;
+            for (i64 r = 0; r < n; ++r) {{
+                T s = m_[r * n + k + 1];
+                for (i64 j = k + 2; j < n; ++j) s = t_add(s, t_mul(m_[r * n + j], a[j * n + k]));
+                s = t_mul(tau, s);
+                m_[r * n + k + 1] = t_sub(m_[r * n + k + 1], s);
+                for (i64 j = k + 2; j < n; ++j)
+                    m_[r * n + j] = t_sub(m_[r * n + j], t_mul(s, t_conj(a[j * n + k])));
+            }}
+        }}
+        for (i64 i = k + 2; i < n; ++i) a[i * n + k] = t_real((R)0);
+    }}
+    /* shifted QR on the active block [l, hi] */
+    i64 hi = n - 1, its = 0, total = 0;
+    while (hi > 0) {{
+        i64 l = hi;
+        for (; l > 0; --l) {{
+            R thr = EPS * (t_abs(a[(l - 1) * n + l - 1]) + t_abs(a[l * n + l]));
+            if (thr == 0) thr = EPS * anorm;
+            if (t_abs(a[l * n + l - 1]) <= thr) {{ a[l * n + l - 1] = t_real((R)0); break; }}
+        }}
+        if (l == hi) {{ --hi; its = 0; continue; }}
+        if (++total > 30 * n) {{ *({g}i32 *)pf = 1; break; }}
+        ++its;
+        T mu;
+        if (its % 10 == 0) {{
+            mu = t_add(a[hi * n + hi], t_real(t_abs(a[hi * n + hi - 1])));
+        }} else {{  /* the eigenvalue of the trailing 2 x 2 nearer its last entry */
+            T p = a[(hi - 1) * n + hi - 1], q = a[(hi - 1) * n + hi];
+            T r = a[hi * n + hi - 1], s = a[hi * n + hi];
+            T hd = t_scale(t_sub(p, s), (R)0.5);
+            T disc = t_add(t_mul(hd, hd), t_mul(q, r));
+            R dr = t_abs(disc), sq_ = R_SQRT((dr + R_ABS(disc.x)) / 2);
+            T root = dr == 0 ? t_real((R)0)
+                : (disc.x >= 0 ? mk(sq_, disc.y / (2 * sq_))
+                               : mk(R_ABS(disc.y) / (2 * sq_), disc.y < 0 ? -sq_ : sq_));
+            T m1 = t_add(t_add(s, hd), root), m2 = t_sub(t_add(s, hd), root);
+            mu = t_abs(t_sub(m1, s)) <= t_abs(t_sub(m2, s)) ? m1 : m2;
+        }}
+        i64 c0 = vectors ? 0 : l, c1 = vectors ? n : hi + 1;
+        for (i64 k = l; k < hi; ++k) {{
+            T x = k == l ? t_sub(a[l * n + l], mu) : a[k * n + k - 1];
+            T y = k == l ? a[(l + 1) * n + l] : a[(k + 1) * n + k - 1];
+            R ax = t_abs(x), ay = t_abs(y), rho = R_HYPOT(ax, ay);
+            if (rho == 0) continue;
+            R c;
+            T s;
+            if (ax == 0) {{ c = 0; s = t_scale(t_conj(y), 1 / ay); }}
+            else {{ c = ax / rho; s = t_mul(t_scale(x, 1 / ax), t_scale(t_conj(y), 1 / rho)); }}
+            T sc = t_conj(s);
+            for (i64 j = (k > l ? k - 1 : k); j < c1; ++j) {{  /* rows k, k+1 <- G^H */
+                T h1 = a[k * n + j], h2 = a[(k + 1) * n + j];
+                a[k * n + j] = t_add(t_scale(h1, c), t_mul(s, h2));
+                a[(k + 1) * n + j] = t_sub(t_scale(h2, c), t_mul(sc, h1));
+            }}
+            if (k > l) a[(k + 1) * n + k - 1] = t_real((R)0);
+            i64 rend = k + 2 < hi ? k + 2 : hi;
+            for (i64 i = c0; i <= rend; ++i) {{  /* columns k, k+1 <- G */
+                T h1 = a[i * n + k], h2 = a[i * n + k + 1];
+                a[i * n + k] = t_add(t_scale(h1, c), t_mul(h2, sc));
+                a[i * n + k + 1] = t_sub(t_scale(h2, c), t_mul(h1, s));
+            }}
+            if (vectors)
+                for (i64 i = 0; i < n; ++i) {{
+                    T h1 = v[i * n + k], h2 = v[i * n + k + 1];
+                    v[i * n + k] = t_add(t_scale(h1, c), t_mul(h2, sc));
+                    v[i * n + k + 1] = t_sub(t_scale(h2, c), t_mul(h1, s));
+                }}
+        }}
+    }}
+    for (i64 i = 0; i < n; ++i) w[i] = a[i * n + i];
+    if (!vectors) return;
+    R small = EPS * (anorm > 0 ? anorm : (R)1);
+    for (i64 k = n - 1; k >= 0; --k) {{
+        T lam = a[k * n + k];
+        for (i64 i = k - 1; i >= 0; --i) {{  /* x_i into a[i][k] */
+            T s = a[i * n + k];
+            for (i64 j = i + 1; j < k; ++j) s = t_add(s, t_mul(a[i * n + j], a[j * n + k]));
+            T dd = t_sub(a[i * n + i], lam);
+            if (t_abs(dd) < small) dd = t_real(small);
+            a[i * n + k] = t_scale(t_div(s, dd), (R)-1);
+        }}
+        R nn = 0;
+        i64 big = 0;
+        R bigv = -1;
+        for (i64 r = 0; r < n; ++r) {{  /* v[:, k] = Q x */
+            T s = v[r * n + k];
+            for (i64 j = 0; j < k; ++j) s = t_add(s, t_mul(v[r * n + j], a[j * n + k]));
+            v[r * n + k] = s;
+            R m2 = t_abs2(s);
+            nn += m2;
+            if (m2 > bigv) {{ bigv = m2; big = r; }}
+        }}
+        T ph = v[big * n + k];
+        R pm = t_abs(ph);
+        T scale = pm > 0 ? t_scale(t_conj(ph), 1 / (pm * R_SQRT(nn))) : t_real((R)1);
+        for (i64 r = 0; r < n; ++r) v[r * n + k] = t_mul(v[r * n + k], scale);
+        v[big * n + k] = t_real(t_re(v[big * n + k]));
+    }}
+"""
+    return body, params
+
+
+_BODIES = {"lu": _lu, "chol": _chol, "jeig": _jeig, "jsvd": _jsvd, "qr": _qr, "eig": _eig}
 
 
 def program(d: Dialect, s: Spec) -> tuple[str, str, list[str]]:
     """(source, kernel name, parameter types) of the kernel of ``s``."""
     name = f"fac_{s.kind}_{s.key}"
+    if s.kind == "eig" and s.key[0] != "c":
+        raise ValueError(f"the eig kernel computes in complex arithmetic; got key {s.key!r} "
+                         f"(copy real input as complex first)")
     g = d.glob
     body, params = _BODIES[s.kind](d, g)
     doubles = _REAL[s.key] == "double"
