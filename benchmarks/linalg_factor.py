@@ -1,7 +1,7 @@
 """The device factorisations beside NumPy: ``python benchmarks/linalg_factor.py [--device DEV]``.
 
 Milliseconds per call (best of ``--repeat``, each call followed by a synchronize, results
-freed) of ``det``, ``solve``, ``inv``, ``cholesky``, ``eigh``, ``svd`` and ``qr`` on a batch of
+freed) of ``det``, ``solve``, ``inv``, ``cholesky``, ``eigh``, ``eig``, ``svd`` and ``qr`` on a batch of
 1000 matrices 8 x 8 and on one 200 x 200 matrix, float64, and NumPy's (LAPACK) on the same
 data in the same process.  The kernels are serial per matrix (one work-item each,
 docs/linalg.md, "Factorisations on device back-ends"): a batch spreads over the cores, one
@@ -43,6 +43,21 @@ def _free(r) -> None:
         x.free()
 
 
+def _cases(A, B, H, a, b, h) -> dict:
+    """(gpuarrays call, NumPy call) by name: ``A``/``a`` general, ``H``/``h`` positive
+    definite, ``B``/``b`` right-hand sides."""
+    return {
+        "det": (lambda: gl.det(A), lambda: np.linalg.det(a)),
+        "solve": (lambda: gl.solve(A, B), lambda: np.linalg.solve(a, b)),
+        "inv": (lambda: gl.inv(A), lambda: np.linalg.inv(a)),
+        "cholesky": (lambda: gl.cholesky(H), lambda: np.linalg.cholesky(h)),
+        "eigh": (lambda: gl.eigh(H), lambda: np.linalg.eigh(h)),
+        "eig": (lambda: gl.eig(A), lambda: np.linalg.eig(a)),
+        "svd": (lambda: gl.svd(A), lambda: np.linalg.svd(a)),
+        "qr": (lambda: gl.qr(A), lambda: np.linalg.qr(a)),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="benchmarks/linalg_factor.py", description=__doc__)
     p.add_argument("--device", default="opencl:0")
@@ -57,15 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         h = a @ np.swapaxes(a, -1, -2)
         b = rng.standard_normal((*batch, n, 1))
         A, H, B = (ga.asarray(v, device=dev) for v in (a, h, b))
-        cases = {
-            "det": (lambda: gl.det(A), lambda: np.linalg.det(a)),
-            "solve": (lambda: gl.solve(A, B), lambda: np.linalg.solve(a, b)),
-            "inv": (lambda: gl.inv(A), lambda: np.linalg.inv(a)),
-            "cholesky": (lambda: gl.cholesky(H), lambda: np.linalg.cholesky(h)),
-            "eigh": (lambda: gl.eigh(H), lambda: np.linalg.eigh(h)),
-            "svd": (lambda: gl.svd(A), lambda: np.linalg.svd(a)),
-            "qr": (lambda: gl.qr(A), lambda: np.linalg.qr(a)),
-        }
+        cases = _cases(A, B, H, a, b, h)
         label = f"{batch[0]} x {n}x{n}" if batch else f"{n}x{n}"
         for name, (ours, theirs) in cases.items():
             def run(f=ours):
