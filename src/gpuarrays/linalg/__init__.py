@@ -364,7 +364,7 @@ def cross(x1, x2, /, *, axis=-1):
 
 def matrix_power(x, n, /):
     """``x`` multiplied by itself ``n`` times (repeated squaring); ``n == 0`` gives identity
-    matrices.  ``n < 0`` needs the inverse: cpu only."""
+    matrices; ``n < 0`` the power of the inverse (``LinAlgError`` when singular)."""
     dev, kind = check_arrays("matrix_power", x)
     _square("matrix_power", x)
     try:
@@ -471,7 +471,7 @@ def _device_vector_norm(x, axes: tuple, keepdims: bool, ord, rd):
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     """The ``ord``-norm of each matrix: ``"fro"``, ``"nuc"``, 1, -1, 2, -2, inf, -inf.
-    ``"nuc"``, 2 and -2 need singular values: cpu only."""
+    ``"nuc"``, 2 and -2 from the singular values (``svdvals``)."""
     dev, kind = check_arrays("matrix_norm", x)
     _floating("matrix_norm", x)
     _matrices("matrix_norm", x)
