@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from ...backends._kernels import Dialect
 from .reduce import compiled
 
-__all__ = ["Spec", "program", "launch", "KINDS"]
+__all__ = ["Spec", "program", "source_all", "launch", "KINDS"]
 
 KINDS = ("lu", "chol", "jeig", "jsvd", "qr", "eig")
 """The kernel families; ``eig`` is complex-only (real input computes in complex)."""
@@ -586,21 +586,35 @@ def _eig(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
 _BODIES = {"lu": _lu, "chol": _chol, "jeig": _jeig, "jsvd": _jsvd, "qr": _qr, "eig": _eig}
 
 
-def program(d: Dialect, s: Spec) -> tuple[str, str, list[str]]:
-    """(source, kernel name, parameter types) of the kernel of ``s``."""
+def _prefix(d: Dialect, key: str) -> str:
+    """The prelude, float64 pragma and scalar helpers of compute key ``key``."""
+    doubles = _REAL[key] == "double"
+    return ((d.fp64 if doubles else "") + d.prelude
+            + "#ifndef DEV\n#define DEV " + d.fn + "\n#endif\n" + d.compute_prelude
+            + _types(d, key))
+
+
+def _kernel(d: Dialect, s: Spec) -> tuple[str, str, list[str]]:
     name = f"fac_{s.kind}_{s.key}"
     if s.kind == "eig" and s.key[0] != "c":
         raise ValueError(f"the eig kernel computes in complex arithmetic; got key {s.key!r} "
                          f"(copy real input as complex first)")
-    g = d.glob
-    body, params = _BODIES[s.kind](d, g)
-    doubles = _REAL[s.key] == "double"
-    text = ((d.fp64 if doubles else "") + d.prelude
-            + "#ifndef DEV\n#define DEV " + d.fn + "\n#endif\n" + d.compute_prelude
-            + _types(d, s.key)
-            + f"{d.kernel} void {name}({', '.join(p for _, p in params)}) {{\n"
+    body, params = _BODIES[s.kind](d, d.glob)
+    text = (f"{d.kernel} void {name}({', '.join(p for _, p in params)}) {{\n"
             + "    i64 bi = GRID_START;\n    if (bi >= nb) return;\n" + body + "}\n")
     return text, name, [t for t, _ in params]
+
+
+def program(d: Dialect, s: Spec) -> tuple[str, str, list[str]]:
+    """(source, kernel name, parameter types) of the kernel of ``s``."""
+    text, name, types = _kernel(d, s)
+    return _prefix(d, s.key) + text, name, types
+
+
+def source_all(d: Dialect, key: str) -> str:
+    """One program with every kernel family of ``key`` (the NVRTC test compiles it once)."""
+    return _prefix(d, key) + "".join(
+        _kernel(d, Spec("", kind, key))[0] for kind in KINDS if kind != "eig" or key[0] == "c")
 
 
 def launch(device, kind: str, key: str, values: list, nb: int) -> None:
