@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import gpuarrays as ga
 import gpuarrays.linalg as gl
@@ -407,3 +409,43 @@ def test_eig_of_a_64_x_64_matrix_in_float32(device):
     w, v = (r.get() for r in gl.eig(put(a, device)))
     same_set(w, np.linalg.eigvals(a.astype(np.float64)).astype(np.complex64), 1e-3 * 8)
     assert np.abs(a @ v - v * w).max() <= 1e-4 * 64
+
+
+def test_solve_and_inv_in_a_cached_loop_allocate_nothing_after_the_first(device):
+    a = put(well((3, 5, 5), "float32", 100), device)
+    b = put(rand((3, 5, 2), "float32", 101), device)
+    cache = ga.AllocCache()
+    with ga.cached(cache):
+        for _ in range(2):  # results, the LU copy and the status word come from the cache
+            x = gl.solve(a, b)
+            y = gl.inv(a)
+        for _ in range(2):
+            with ga.record_allocations() as rec:
+                x = gl.solve(a, b)
+                y = gl.inv(a)
+            assert rec.count == 0
+        got_x, got_y = x.get(), y.get()
+    close(got_x, np.linalg.solve(a.get(), b.get()), "float32", 10)
+    close(got_y, np.linalg.inv(a.get()), "float32", 10)
+    del x, y
+    cache.free()
+
+
+@settings(max_examples=10, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_solve_shapes_hypothesis(device, data):
+    """Random batch shapes that broadcast (x1's, x2's or both), sizes and right-hand sides
+    (one vector, or matrices), transposed operands."""
+    n = data.draw(st.integers(1, 6), label="n")
+    k = data.draw(st.integers(1, 3), label="k")
+    b1 = tuple(data.draw(st.lists(st.integers(1, 3), max_size=2), label="batch1"))
+    b2 = tuple(data.draw(st.sampled_from([b1, b1[1:], (), (1,) * len(b1)]), label="batch2"))
+    vector = data.draw(st.booleans(), label="vector")
+    a = well((*b1, n, n), "float32", n + k)
+    b = rand((n,) if vector else (*b2, n, k), "float32", n * k)
+    A = put(a, device)
+    if data.draw(st.booleans(), label="transposed"):
+        a = np.ascontiguousarray(a.swapaxes(-1, -2))
+        A = put(np.ascontiguousarray(a.swapaxes(-1, -2)), device).mT
+    close(gl.solve(A, put(b, device)), np.linalg.solve(a, b), "float32", 10)
