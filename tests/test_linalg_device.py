@@ -449,3 +449,30 @@ def test_solve_shapes_hypothesis(device, data):
         a = np.ascontiguousarray(a.swapaxes(-1, -2))
         A = put(np.ascontiguousarray(a.swapaxes(-1, -2)), device).mT
     close(gl.solve(A, put(b, device)), np.linalg.solve(a, b), "float32", 10)
+
+
+def test_nan_and_infinity_raise_as_numpy(device, used):
+    """eigh/svd (and what is built on them) do not converge on NaN or infinity, eig refuses
+    them first, det and inv carry them: NumPy's behaviour, with everything freed."""
+    dt = "float64" if device.supports(np.dtype("float64")) else "float32"
+    bad = np.eye(3, dtype=dt)
+    bad[2, 0] = np.nan
+    B = put(bad, device)
+    before = used()
+    for call, match in ((gl.eigh, "Eigenvalues did not converge"),
+                        (gl.eigvalsh, "Eigenvalues did not converge"),
+                        (gl.svd, "SVD did not converge"), (gl.svdvals, "SVD did not converge"),
+                        (gl.matrix_rank, "SVD did not converge"),
+                        (gl.pinv, "SVD did not converge"),
+                        (gl.eig, "must not contain infs or NaNs"),
+                        (gl.eigvals, "must not contain infs or NaNs")):
+        with pytest.raises(np.linalg.LinAlgError, match=match):
+            call(B)
+        with pytest.raises(np.linalg.LinAlgError):  # NumPy agrees
+            getattr(np.linalg, call.__name__)(bad)
+    assert used() == before
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(gl.det(B).get()) and np.isnan(np.linalg.det(bad))
+    upper = np.eye(3, dtype=dt)
+    upper[0, 2] = np.inf  # eigh reads the lower triangle only, as NumPy
+    close(gl.eigvalsh(put(upper, device)), np.linalg.eigvalsh(upper), dt)

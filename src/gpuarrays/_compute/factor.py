@@ -247,23 +247,32 @@ def eigh(x, kind, vectors: bool):
     dt = compute_dtype("eigh" if vectors else "eigvalsh", dev, x._dtype)
     n = x._shape[-1]
     w = new_array(x._shape[:-1], _real(dt), dev, kind)
-    v = work = None
+    v = work = flag = None
     try:
         if vectors:
             v = new_array(x._shape, dt, dev, kind)
         nb = _batch(x._shape)
         if nb and n:
             work = _copy(x, dt)
+            flag = _flag(dev)
             with dev.gate:  # no reset under the launch
                 kernels.launch(dev, "jeig", _key(dt), [_ptr(work), _ptr(w),
-                                                       _ptr(v if vectors else work), nb, n,
-                                                       int(vectors)], nb)
+                                                       _ptr(v if vectors else work),
+                                                       _ptr(flag), nb, n, int(vectors)], nb)
+            if _failed(flag):
+                raise _not_finite("eigh" if vectors else "eigvalsh", "Eigenvalues")
     except BaseException:
         _free(w, v)
         raise
     finally:
-        _free(work)
+        _free(work, flag)
     return w, v
+
+
+def _not_finite(name: str, what: str) -> LinAlgError:
+    return LinAlgError(f"{what} did not converge: linalg.{name}() got an input with NaN or "
+                       f"infinity (as NumPy, whose LAPACK does not converge on them); check "
+                       f"the input, e.g. with ga.isfinite")
 
 
 def svd(x, kind, vectors: bool, full: bool = True):
@@ -275,7 +284,7 @@ def svd(x, kind, vectors: bool, full: bool = True):
     m, n = x._shape[-2:]
     kmin = min(m, n)
     s = new_array((*batch, kmin), _real(dt), dev, kind)
-    u = vh = work = w = None
+    u = vh = work = w = flag = None
     try:
         if vectors:
             u = new_array((*batch, m, m if full else kmin), dt, dev, kind)
@@ -288,18 +297,21 @@ def svd(x, kind, vectors: bool, full: bool = True):
             work = _copy(x, dt)
             if vectors:
                 w = new_array((nb, kmin, kmin), dt, dev, "device")
+            flag = _flag(dev)
             # the normalised side is U (columns, m >= n) or Vh (rows); the other is conj(W)
             o, q = (vh, u) if m < n else (u, vh)
             with dev.gate:  # no reset under the launch
                 kernels.launch(dev, "jsvd", _key(dt), [
                     _ptr(work), _ptr(w if vectors else work), _ptr(s),
-                    _ptr(o if vectors else work), _ptr(q if vectors else work), nb, m, n,
-                    int(full), int(vectors)], nb)
+                    _ptr(o if vectors else work), _ptr(q if vectors else work), _ptr(flag),
+                    nb, m, n, int(full), int(vectors)], nb)
+            if _failed(flag):
+                raise _not_finite("svd" if vectors else "svdvals", "SVD")
     except BaseException:
         _free(s, u, vh)
         raise
     finally:
-        _free(work, w)
+        _free(work, w, flag)
     return u, s, vh
 
 
@@ -354,10 +366,15 @@ def eig(x, kind, vectors: bool):
                 kernels.launch(dev, "eig", _key(ct), [_ptr(work), _ptr(w),
                                                       _ptr(v if vectors else work),
                                                       _ptr(flag), nb, n, int(vectors)], nb)
-            if _failed(flag):
-                raise LinAlgError(f"Eigenvalues did not converge: linalg.eig() ran out of QR "
-                                  f"iterations ({30 * n} for a {n} x {n} matrix); check the "
-                                  f"input for NaN or infinity")
+            status = int(flag.get()[0])  # the one read of the call
+            if status == 2:
+                raise LinAlgError(f"Array must not contain infs or NaNs: linalg."
+                                  f"{'eig' if vectors else 'eigvals'}() refuses them, as "
+                                  f"NumPy; check the input, e.g. with ga.isfinite")
+            if status:
+                raise LinAlgError(f"Eigenvalues did not converge: linalg."
+                                  f"{'eig' if vectors else 'eigvals'}() ran out of QR "
+                                  f"iterations ({30 * n} for a {n} x {n} matrix)")
     except BaseException:
         _free(w, v)
         raise

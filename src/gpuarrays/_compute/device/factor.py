@@ -84,6 +84,7 @@ def _types(d: Dialect, key: str) -> str:
 {fn} R t_re(T a) {{ return a.x; }}
 {fn} R t_abs(T a) {{ return R_HYPOT(a.x, a.y); }}
 {fn} R t_abs2(T a) {{ return a.x * a.x + a.y * a.y; }}
+{fn} int t_finite(T a) {{ return isfinite(a.x) && isfinite(a.y); }}
 {fn} T t_div(T a, T b) {{  /* Smith's algorithm */
     if (R_ABS(b.x) >= R_ABS(b.y)) {{
         R r = b.y / b.x, den = b.x + b.y * r;
@@ -104,6 +105,7 @@ def _types(d: Dialect, key: str) -> str:
 {fn} R t_re(T a) {{ return a; }}
 {fn} R t_abs(T a) {{ return R_ABS(a); }}
 {fn} R t_abs2(T a) {{ return a * a; }}
+{fn} int t_finite(T a) {{ return isfinite(a); }}
 {fn} T t_div(T a, T b) {{ return a / b; }}
 """)
     return "".join(out)
@@ -220,7 +222,7 @@ def _chol(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
 
 def _jeig(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
     params = [("ptr", f"{g}u8 *pa"), ("ptr", f"{g}u8 *pw"), ("ptr", f"{g}u8 *pv"),
-              ("i8", "i64 nb"), ("i8", "i64 n"), ("i8", "i64 vectors")]
+              ("ptr", f"{g}u8 *pf"), ("i8", "i64 nb"), ("i8", "i64 n"), ("i8", "i64 vectors")]
     body = f"""
     {g}T *a = ({g}T *)pa + bi * n * n;
     {g}R *w = ({g}R *)pw + bi * n;
@@ -230,6 +232,8 @@ def _jeig(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
         a[i * n + i] = t_real(t_re(a[i * n + i]));
         for (i64 j = i + 1; j < n; ++j) a[i * n + j] = t_conj(a[j * n + i]);
     }}
+    for (i64 i = 0; i < n * n; ++i)
+        if (!t_finite(a[i])) {{ *({g}i32 *)pf = 1; return; }}  /* as LAPACK: no convergence */
     for (i64 i = 0; i < n * n; ++i) frob += t_abs2(a[i]);
     R floor_ = EPS * EPS * R_SQRT(frob);
     if (vectors)
@@ -285,13 +289,16 @@ def _jsvd(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
     step of ``A^H`` conjugated), and the accumulated ``W`` gives ``V`` (columns) or
     ``conj(U)`` (rows): the other factor is written as ``conj(W)`` in either case."""
     params = [("ptr", f"{g}u8 *px"), ("ptr", f"{g}u8 *pw"), ("ptr", f"{g}u8 *ps"),
-              ("ptr", f"{g}u8 *po"), ("ptr", f"{g}u8 *pq"), ("i8", "i64 nb"), ("i8", "i64 m"),
-              ("i8", "i64 n"), ("i8", "i64 full"), ("i8", "i64 vectors")]
+              ("ptr", f"{g}u8 *po"), ("ptr", f"{g}u8 *pq"), ("ptr", f"{g}u8 *pf"),
+              ("i8", "i64 nb"), ("i8", "i64 m"), ("i8", "i64 n"), ("i8", "i64 full"),
+              ("i8", "i64 vectors")]
     body = f"""
     int rows = m < n;
     i64 K = rows ? m : n, L = rows ? n : m;
     i64 vs = rows ? n : 1, es = rows ? 1 : n;
     {g}T *x = ({g}T *)px + bi * m * n;
+    for (i64 i = 0; i < m * n; ++i)
+        if (!t_finite(x[i])) {{ *({g}i32 *)pf = 1; return; }}  /* as LAPACK: no convergence */
     {g}T *w = ({g}T *)pw + bi * K * K;
     {g}R *sv = ({g}R *)ps + bi * K;
     if (vectors)
@@ -455,7 +462,10 @@ def _eig(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
     {g}T *w = ({g}T *)pw + bi * n;
     {g}T *v = ({g}T *)pv + bi * n * n;
     R anorm = 0;
-    for (i64 i = 0; i < n * n; ++i) anorm += t_abs2(a[i]);
+    for (i64 i = 0; i < n * n; ++i) {{
+        if (!t_finite(a[i])) {{ *({g}i32 *)pf = 2; return; }}  /* NumPy refuses them first */
+        anorm += t_abs2(a[i]);
+    }}
     anorm = R_SQRT(anorm);
     if (vectors)
         for (i64 i = 0; i < n; ++i)
@@ -502,7 +512,7 @@ def _eig(d: Dialect, g: str) -> tuple[str, list[tuple[str, str]]]:
             if (t_abs(a[l * n + l - 1]) <= thr) {{ a[l * n + l - 1] = t_real((R)0); break; }}
         }}
         if (l == hi) {{ --hi; its = 0; continue; }}
-        if (++total > 30 * n) {{ *({g}i32 *)pf = 1; break; }}
+        if (++total > 30 * n) {{ *({g}i32 *)pf = 1; return; }}
         ++its;
         T mu;
         if (its % 10 == 0) {{
