@@ -1,5 +1,5 @@
-"""Device factorisations in OpenCL C and CUDA C: LU, Cholesky, Jacobi eigen and SVD
-(docs/linalg.md, "Factorisations on device back-ends").
+"""Device factorisations in OpenCL C and CUDA C: LU, Cholesky, Jacobi eigen and SVD,
+Householder QR, Hessenberg-QR eigen (docs/linalg.md, "Factorisations on device back-ends").
 
 One kernel family per algorithm, each specialised only on the dialect and the
 compute type (``f4``, ``f8``, ``c8``, ``c16``): sizes, batch counts and modes are
@@ -31,6 +31,15 @@ whose definitions differ between real and complex types.
   rotations in ``W``; singular values are the final vector norms, sorted
   descending.  Vectors of a zero (or negligible) singular value and the extra ones
   of ``full_matrices`` are completed by Gram-Schmidt against unit vectors.
+* ``qr``: Householder reflections with LAPACK's conventions (``geqrf`` + ``orgqr``).
+* ``eig`` (complex keys only): Hessenberg reduction and implicit single-shift QR to the
+  Schur form, eigenvectors by back substitution (see :func:`_eig`).
+
+Status word (one ``int32`` per call, zeroed by the caller, read once after the launch):
+``lu`` in mode 2 (singular), ``chol`` (not positive definite), ``jeig`` and ``jsvd`` (NaN or
+infinity in the input: LAPACK does not converge on them), ``eig`` (1: no convergence, 2:
+NaN or infinity).  Several work-items may write it; the call reports whichever value
+landed (each means ``LinAlgError``).
 """
 
 from __future__ import annotations
