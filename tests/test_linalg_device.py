@@ -72,7 +72,8 @@ def test_lu_family_matches_numpy(device, dtype):
     close(logabs, l0, dtype, 10)
     assert sign.dtype == a.dtype and logabs.dtype == np.finfo(a.dtype).dtype
     close(gl.inv(A), np.linalg.inv(a), dtype, 10)
-    close(gl.matrix_power(A, -3), np.linalg.matrix_power(a, -3), dtype, 10)
+    if dtype in ("float64", "complex64"):  # (the matmul compiles of two dtypes suffice)
+        close(gl.matrix_power(A, -3), np.linalg.matrix_power(a, -3), dtype, 10)
     b = rand((3, 6, 2), dtype, 2)
     x = gl.solve(A, put(b, device))
     assert x.dtype == a.dtype
