@@ -477,3 +477,19 @@ def test_nan_and_infinity_raise_as_numpy(device, used):
     upper = np.eye(3, dtype=dt)
     upper[0, 2] = np.inf  # eigh reads the lower triangle only, as NumPy
     close(gl.eigvalsh(put(upper, device)), np.linalg.eigvalsh(upper), dt)
+
+
+def test_the_gpu_launch_shape(device):
+    """64 matrices per work-group and a partial last group (the GPU shape), on any device."""
+    from gpuarrays._compute.device import factor
+
+    dt = "float64" if device.supports(np.dtype("float64")) else "float32"
+    a = well((70, 3, 3), dt, 110)
+    b = rand((70, 3), dt, 111)
+    factor.override_hint.append("gpu")
+    try:
+        close(gl.det(put(a, device)), np.linalg.det(a), dt, 10)
+        close(gl.solve(put(a, device), put(b[..., None], device)),
+              np.linalg.solve(a, b[..., None]), dt, 10)
+    finally:
+        factor.override_hint.pop()

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from ...backends._kernels import Dialect
 from .reduce import compiled
 
-__all__ = ["Spec", "program", "source_all", "launch", "KINDS"]
+__all__ = ["Spec", "program", "source_all", "launch", "KINDS", "override_hint"]
 
 KINDS = ("lu", "chol", "jeig", "jsvd", "qr", "eig")
 """The kernel families; ``eig`` is complex-only (real input computes in complex)."""
@@ -59,6 +59,10 @@ _REAL = {"f4": "float", "f8": "double", "c8": "float", "c16": "double"}
 _EPS = {"float": "1.1920929e-07f", "double": "2.220446049250313e-16"}
 MAX_SWEEPS = 60
 """Jacobi sweeps at most (a well-conditioned matrix needs 6-12)."""
+
+override_hint: list[str] = []
+"""Tests push ``"gpu"`` here to run the GPU launch shape (64 work-items per group, a partial
+last group) on a CPU device."""
 
 _lock = threading.Lock()
 _kernels: dict[tuple, object] = {}
@@ -642,7 +646,8 @@ def launch(device, kind: str, key: str, values: list, nb: int) -> None:
     if nb == 0:
         return
     kernel = compiled(device, Spec(device.backend, kind, key), program, _kernels, _lock)
-    local = 1 if device.impl.launch_hint(device.index) == "cpu" else 64
+    hint = override_hint[-1] if override_hint else device.impl.launch_hint(device.index)
+    local = 1 if hint == "cpu" else 64
     while local > kernel.max_local and local > 1:
         local //= 2
     kernel.launch(values, -(-nb // local) * local, local)
