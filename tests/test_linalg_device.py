@@ -117,6 +117,9 @@ def test_solve_broadcasts_as_the_cpu_path(device):
         assert got.dtype == np.float64
         close(got, np.linalg.solve(i, np.array([1, 2])), dt)
         close(gl.det(put(i, device)), np.linalg.det(i), dt)
+        f = np.array([[1], [2]], np.float32)  # int32 with float32: float64, as NumPy
+        got = gl.solve(put(i, device), put(f, device))
+        assert got.dtype == np.linalg.solve(i, f).dtype == np.float64
 
 
 def test_solve_refuses_bad_input_before_allocating(device):

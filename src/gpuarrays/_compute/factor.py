@@ -9,8 +9,9 @@ compute type (the strided copy handles transposed, sliced and broadcast inputs
 and converts integers to float64, as NumPy does); the kernels of
 ``device/factor.py`` run on it, one work-item per matrix, and write the results
 (from the pool).  Failures (a singular matrix in ``solve``/``inv``, one that is not
-positive definite in ``cholesky``) set a status word on the device, read once at
-the end of the call -- the only device-to-host read -- and raise NumPy's
+positive definite in ``cholesky``, NaN or infinity in ``eigh``/``svd``/``eig``, a QR
+iteration of ``eig`` that does not converge) set a status word on the device, read
+once at the end of the call -- the only device-to-host read -- and raise NumPy's
 ``LinAlgError`` after every temporary and result is freed.
 
 ``matrix_rank``, ``pinv`` and the singular-value matrix norms are built from
@@ -44,12 +45,10 @@ _I4 = np.dtype(np.int32)
 def compute_dtype(name: str, dev, *dtypes: np.dtype) -> np.dtype:
     """The dtype the factorisation computes and returns in: floats and complex keep theirs,
     integers and bool become float64 (NumPy's rule); float16 is refused as NumPy does."""
-    dt = np.result_type(*dtypes)
-    if dt == np.float16:
+    if any(d == np.float16 for d in dtypes):
         raise TypeError(f"linalg.{name}(): array type float16 is unsupported in linalg (as "
                         f"in NumPy); convert first, e.g. ga.astype(x, ga.float32)")
-    if dt.kind not in "fc":
-        dt = np.dtype(np.float64)
+    dt = np.result_type(*(d if d.kind in "fc" else np.dtype(np.float64) for d in dtypes))
     dev.require(dt)
     return dt
 
