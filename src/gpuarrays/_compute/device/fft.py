@@ -50,10 +50,18 @@ from .generator import _CTYPE, Operand, Signature, _convert, _load, _store, key_
 from .launcher import aligned
 from .reduce import _IDS, compiled
 
-__all__ = ["Spec", "program", "transform", "plan_passes", "bluestein_size", "override_radix"]
+__all__ = ["Spec", "program", "transform", "plan_passes", "bluestein_size", "override_radix",
+           "direct_max", "DIRECT_MAX"]
+
+DIRECT_MAX = 32
+"""Lengths that are not powers of two up to this take the direct O(n^2) DFT; longer ones
+Bluestein (docs/linalg.md, "How the device FFT works", has the measurements)."""
 
 override_radix: list[int] = []
 """Tests push ``2`` here to run every pass as radix 2 (the radix-4 kernel's fallback)."""
+
+direct_max: list[int] = [DIRECT_MAX]
+"""Tests and benchmarks push a length here to move the direct-DFT / Bluestein threshold."""
 
 _lock = threading.Lock()
 _kernels: dict[tuple, object] = {}
@@ -115,6 +123,17 @@ def program(d, s: Spec) -> tuple[str, str, list[str]]:
                   (_REAL[K], f"{R} sign"), (_REAL[K], f"{R} scale")]
         ld = f"(*({g}const {C} *)(src + (base + j + r * q) * {size}))"
         body = (f"    i64 gi = {gid};\n    if (gi >= total) return;\n"
+                # radix 0: the direct DFT of rows of n points, one output per work-item
+                f"    if (radix == 0) {{\n"
+                f"        i64 row = gi / n, k = gi - row * n;\n"
+                f"        {C} acc = c_make_{K}(0, 0);\n"
+                f"        for (i64 j = 0, e = 0; j < n; ++j, e = (e + k) % n) {{\n"
+                f"            {C} a = *({g}const {C} *)(src + (row * n + j) * {size});\n"
+                f"            acc = c_add_{K}(acc, e == 0 ? a : c_mul_{K}(a, "
+                f"fft_cis_{K}(({R})(2 * e) / ({R})n, sign)));\n"
+                f"        }}\n"
+                f"        *({g}{C} *)(dst + gi * {size}) = c_scale_{K}(acc, scale);\n"
+                f"        return;\n    }}\n"
                 f"    i64 q = n / radix, row = gi / q, j = gi - row * q, k = j % ns;\n"
                 f"    i64 base = row * n;\n    {C} v[4];\n"
                 f"    for (int r = 0; r < radix; ++r) {{\n"
@@ -328,6 +347,13 @@ def _run(dev, hint, ckey, cdt, p: _Plan, rows, raw, in_rows, sax, length, out, o
         a = buffer(rows)
         gather(a, p.mode, p.conj_in, 0.0, rows, 1, 1)
         store(a, 1, 0.0, p.scale)
+        return
+    if n <= direct_max[-1]:  # short rows: the direct DFT
+        a, b = buffer(rows * n), buffer(rows * n)
+        gather(a, p.mode, p.conj_in, 0.0, rows, n, n)
+        k = _kernel(dev, Spec(dev.backend, "pass", ckey, ckey))
+        _launch(k, hint, [a, b, 0, rows * n, n, 1, 0, 0, p.sign, 1.0], rows * n)
+        store(b, n, 0.0, p.scale)
         return
     # Bluestein: the kernel conj(w) transformed once, the chirped rows convolved with it
     a, b = buffer(rows * m), buffer(rows * m)
