@@ -83,9 +83,11 @@ class Spec:
 def plan_passes(n: int) -> list[tuple[int, int]]:
     """The (Ns, R) of each Stockham pass for a power of two ``n``."""
     out, ns = [], 1
-    radix = override_radix[-1] if override_radix else 4
+    radix = override_radix[-1] if override_radix else 8
     while ns < n:
-        r = radix if n // ns >= radix else 2
+        r = radix
+        while n // ns < r:
+            r //= 2
         out.append((ns, r))
         ns *= r
     return out
@@ -115,7 +117,14 @@ def program(d, s: Spec) -> tuple[str, str, list[str]]:
                f"return c_make_{K}({cospi}(t), sign * {sinpi}(t)); }}\n"
                f"DEV {C} fft_chirp_{K}(i64 k, i64 n, {R} sign) {{ "
                f"i64 q = (k * k) % (2 * n); return fft_cis_{K}(({R})q / ({R})n, sign); }}\n"
-               f"DEV {C} fft_conj_{K}({C} a) {{ return c_make_{K}(a.x, -a.y); }}\n")
+               f"DEV {C} fft_conj_{K}({C} a) {{ return c_make_{K}(a.x, -a.y); }}\n"
+               # the 4-point DFT with exp(sign 2 pi i / 4) = sign * i
+               f"DEV void fft_dft4_{K}({C} v0, {C} v1, {C} v2, {C} v3, {R} sign, {C} *y) {{\n"
+               f"    {C} a0 = c_add_{K}(v0, v2), a1 = c_sub_{K}(v0, v2);\n"
+               f"    {C} b0 = c_add_{K}(v1, v3), b1 = c_sub_{K}(v1, v3);\n"
+               f"    {C} ib = c_make_{K}(-sign * b1.y, sign * b1.x);\n"
+               f"    y[0] = c_add_{K}(a0, b0); y[1] = c_add_{K}(a1, ib);\n"
+               f"    y[2] = c_sub_{K}(a0, b0); y[3] = c_sub_{K}(a1, ib);\n}}\n")
     if s.kind == "pass":
         params = [("ptr", f"{g}const u8 *src"), ("ptr", f"{g}u8 *dst"),
                   ("ptr", f"{g}const u8 *pw"), ("i8", "i64 total"), ("i8", "i64 n"),
@@ -135,22 +144,32 @@ def program(d, s: Spec) -> tuple[str, str, list[str]]:
                 f"        *({g}{C} *)(dst + gi * {size}) = c_scale_{K}(acc, scale);\n"
                 f"        return;\n    }}\n"
                 f"    i64 q = n / radix, row = gi / q, j = gi - row * q, k = j % ns;\n"
-                f"    i64 base = row * n;\n    {C} v[4];\n"
+                f"    i64 base = row * n;\n    {C} v[8];\n"
+                # one sinpi/cospi per item; w^r = w^(r/2) w^(r - r/2), a product tree of
+                # depth log2 r (a few ulps)
+                f"    {C} wp[8];\n"
+                f"    wp[1] = fft_cis_{K}(({R})(2 * k) / ({R})(ns * radix), sign);\n"
+                f"    for (int r = 2; r < radix; ++r) wp[r] = c_mul_{K}(wp[r / 2], wp[r - r / 2]);\n"
                 f"    for (int r = 0; r < radix; ++r) {{\n"
                 f"        {C} a = {ld};\n"
                 f"        if (use_w) a = c_mul_{K}(a, "
                 f"*({g}const {C} *)(pw + (j + r * q) * {size}));\n"
-                f"        if (r > 0 && k > 0) a = c_mul_{K}(a, fft_cis_{K}("
-                f"({R})(2 * r * k) / ({R})(ns * radix), sign));\n"
+                f"        if (r > 0 && k > 0) a = c_mul_{K}(a, wp[r]);\n"
                 f"        v[r] = a;\n    }}\n"
                 f"    i64 d0 = base + (j / ns) * ns * radix + k;\n"
-                f"    {C} y[4];\n"
-                f"    if (radix == 4) {{\n"
-                f"        {C} a0 = c_add_{K}(v[0], v[2]), a1 = c_sub_{K}(v[0], v[2]);\n"
-                f"        {C} b0 = c_add_{K}(v[1], v[3]), b1 = c_sub_{K}(v[1], v[3]);\n"
-                f"        {C} ib = c_make_{K}(-sign * b1.y, sign * b1.x);\n"
-                f"        y[0] = c_add_{K}(a0, b0); y[1] = c_add_{K}(a1, ib);\n"
-                f"        y[2] = c_sub_{K}(a0, b0); y[3] = c_sub_{K}(a1, ib);\n"
+                f"    {C} y[8];\n"
+                f"    if (radix == 8) {{\n"
+                f"        {C} e[4], o[4];\n"
+                f"        fft_dft4_{K}(v[0], v[2], v[4], v[6], sign, e);\n"
+                f"        fft_dft4_{K}(v[1], v[3], v[5], v[7], sign, o);\n"
+                f"        {R} h = ({R})0.70710678118654752440;\n"
+                f"        o[1] = c_mul_{K}(o[1], c_make_{K}(h, sign * h));\n"
+                f"        o[2] = c_make_{K}(-sign * o[2].y, sign * o[2].x);\n"
+                f"        o[3] = c_mul_{K}(o[3], c_make_{K}(-h, sign * h));\n"
+                f"        for (int r = 0; r < 4; ++r) {{ y[r] = c_add_{K}(e[r], o[r]); "
+                f"y[r + 4] = c_sub_{K}(e[r], o[r]); }}\n"
+                f"    }} else if (radix == 4) {{\n"
+                f"        fft_dft4_{K}(v[0], v[1], v[2], v[3], sign, y);\n"
                 f"    }} else {{\n"
                 f"        y[0] = c_add_{K}(v[0], v[1]); y[1] = c_sub_{K}(v[0], v[1]);\n"
                 f"    }}\n"
