@@ -101,7 +101,7 @@ def test_every_length(device):
 
 def test_both_short_algorithms_and_radix_two(device):
     """The direct DFT and Bluestein each at lengths the threshold gives the other, and
-    every pass in radix 2 (the radix-4 kernel's odd-log fallback)."""
+    every pass in radix 2, then in radix 4 (the radix-8 kernel's fallbacks)."""
     x = values((2, 40), np.complex64, 5)
     X = ga.asarray(x, device=device)
     for limit in (0, 64):
@@ -113,12 +113,13 @@ def test_both_short_algorithms_and_radix_two(device):
                       device)
         finally:
             device_fft.direct_max.pop()
-    device_fft.override_radix.append(2)
-    try:
-        for n in (2, 8, 32):
-            check(gf.ifft(X, n=n, norm="ortho"), np.fft.ifft(x, n=n, norm="ortho"), device)
-    finally:
-        device_fft.override_radix.pop()
+    for radix in (2, 4):
+        device_fft.override_radix.append(radix)
+        try:
+            for n in (2, 8, 32):
+                check(gf.ifft(X, n=n, norm="ortho"), np.fft.ifft(x, n=n, norm="ortho"), device)
+        finally:
+            device_fft.override_radix.pop()
 
 
 def test_large_lengths(device):
