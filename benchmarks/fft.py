@@ -28,7 +28,7 @@ except ImportError:  # a source checkout without an install: use src/
 import gpuarrays.fft as gf  # noqa: E402
 from gpuarrays._compute.device import fft as device_fft  # noqa: E402
 
-CASES = [(1, 1 << 20), (256, 4096), (4096, 64), (16384, 7), (4096, 16), (4096, 30), (2080, 63),
+CASES = [(1, 1 << 20), (256, 4096), (4096, 64), (16384, 7), (4096, 13), (4096, 20), (4096, 30), (2080, 63),
          (1310, 100), (64, 1000), (1, 65537)]
 """(batch, length): n^2 work for the direct DFT is only timed up to n = 1000."""
 QUICK = [(1, 1 << 16), (4096, 64), (4096, 30), (1310, 100)]

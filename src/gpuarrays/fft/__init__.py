@@ -21,6 +21,7 @@ from .._array.make import new_array
 from .._array.transfer import copy_raw
 from .._compute import cpu_engine
 from .._compute.device import fft as device_fft
+from .._compute.dtypes import astype
 from .._compute.linalg import check_arrays
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
@@ -280,8 +281,6 @@ def _device_many(name: str, x, axes: list[int], sizes: list[int | None], half: s
     else:
         plan = [("ifft", a, v) for a, v in steps[:-1]] + [("irfft", *steps[-1])]
     if not plan:  # no axes: NumPy returns the input converted
-        from .._compute.dtypes import astype
-
         return astype(x, dt)
     cur = x
     try:

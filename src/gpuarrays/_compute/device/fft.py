@@ -6,16 +6,17 @@ axes).  Three kernels per complex type, each written once for both dialects:
 
 ``pass``
     One pass of a Stockham autosort FFT over contiguous rows of ``n`` points
-    (``n`` a power of two): radix 4 while at least four points remain per
-    butterfly group, one radix-2 pass when ``log2 n`` is odd.  Each work-item
-    loads ``R`` points ``n / R`` apart, multiplies them by their twiddles
-    ``exp(+-2 pi i r k / (Ns R))`` (``sinpi``/``cospi`` of an exact dyadic
-    fraction: no argument reduction error), does the ``R``-point DFT and stores
-    ``Ns`` apart (``Ns`` = the length already transformed).  Passes ping-pong
-    between two pool buffers; the first may read the input and the last may
-    write the result in place when their layouts allow.  An optional pointwise
-    factor (Bluestein's transformed chirp) is applied at the first pass's loads
-    and a scale (the ``norm``) at the last pass's stores.
+    (``n`` a power of two): radix 8 while at least eight points remain per
+    butterfly group, then radix 4 or 2.  Each work-item loads ``R`` points
+    ``n / R`` apart, multiplies them by their twiddles ``exp(+-2 pi i r k / (Ns
+    R))`` (one ``sinpi``/``cospi`` of an exact dyadic fraction: no argument
+    reduction error; the other powers by a product tree), does the ``R``-point
+    DFT and stores ``Ns`` apart (``Ns`` = the length already transformed).
+    Passes ping-pong between two pool buffers; the first may read the input and
+    the last may write the result in place when their layouts allow.  An
+    optional pointwise factor (Bluestein's transformed chirp) is applied at the
+    first pass's loads and a scale (the ``norm``) at the last pass's stores.
+    Radix 0 is the direct DFT of short rows (one output per work-item).
 ``gather``
     Reads a row of any numeric dtype through byte strides (the transformed axis
     anywhere), converts it to the complex type, crops or zero-pads it to the
@@ -27,10 +28,11 @@ axes).  Three kernels per complex type, each written once for both dialects:
     result, times the chirp, times the scale, optionally conjugated, converted to
     the result's dtype (the real part for a real result).
 
-Other lengths go through Bluestein's chirp-z: with ``w_k = exp(s pi i k^2 / n)``
-(``k^2`` taken mod ``2n`` so the angle stays exact), ``X_k = w_k sum_j
-(x_j w_j) conj(w_(k-j))``, a circular convolution of length ``m``, the first
-power of two ``>= 2n - 1``, done with three power-of-two transforms.
+Other lengths up to :data:`DIRECT_MAX` take the direct DFT, longer ones
+Bluestein's chirp-z: with ``w_k = exp(s pi i k^2 / n)`` (``k^2`` taken mod
+``2n`` so the angle stays exact), ``X_k = w_k sum_j (x_j w_j) conj(w_(k-j))``,
+a circular convolution of length ``m``, the first power of two ``>= 2n - 1``,
+done with three power-of-two transforms.
 Temporaries come from the pool (or the active ``ga.cached`` scope) and go back
 before :func:`transform` returns; every launch is enqueued, nothing is read back.
 """
