@@ -3,8 +3,9 @@
 All 14 functions with the standard's signatures, on every device.  On ``cpu``
 the transforms run NumPy's pocketfft on views of the raw memory, writing into
 the result from the pool through ``out=``.  On device back-ends they run this
-library's own kernels (``_compute/device/fft.py``: Stockham radix-4/2 passes
-for powers of two, Bluestein's chirp-z for other lengths), one axis at a time,
+library's own kernels (``_compute/device/fft.py``: Stockham radix-8/4/2 passes
+for powers of two, a direct DFT for short other lengths, Bluestein's chirp-z for
+long ones), one axis at a time,
 entirely on the device; ``fftfreq``, ``rfftfreq``, ``fftshift`` and
 ``ifftshift`` are creation and block copies.
 """
@@ -204,12 +205,13 @@ def _many_axes(name: str, fn, x, s, axes, norm, *, real_in: bool, real_out: bool
         if shape[a] < 1:
             raise ValueError(f"fft.{name}(): invalid number of points along axis {a}")
     dt = _real(x._dtype) if real_out else _complex(x._dtype)
-    s_arg = None if s is None else [v if v is not None else (
+    full = [v if v is not None else (
         2 * (x._shape[a] - 1) if (half == "in" and k == len(ax) - 1) else x._shape[a])
         for k, (a, v) in enumerate(zip(ax, sizes, strict=True))]
     if dev.backend != "cpu":
         dev.require(dt)
-        return _device_many(name, x, ax, sizes, half, dt, dev, kind, norm)
+        return _device_many(name, x, ax, full, dt, dev, kind, norm)
+    s_arg = None if s is None else full
     return _run(fn, x, shape, dt, dev, kind, into=False, s=s_arg, axes=ax, norm=norm)
 
 
@@ -263,15 +265,11 @@ def _device_step(name: str, x, ax: int, out, n: int, norm: str) -> None:
                          conj_in=conj_in, conj_out=conj_out, scale=_scale(norm, n, inverse))
 
 
-def _device_many(name: str, x, axes: list[int], sizes: list[int | None], half: str, dt,
-                 dev, kind, norm: str):
+def _device_many(name: str, x, axes: list[int], full: list[int], dt, dev, kind, norm: str):
     """The n-d transform as NumPy composes it from one-axis steps (fftn/ifftn: the last
     axis first; rfftn: rfft on the last axis, then fft on the others in order; irfftn:
     ifft on all but the last in order, then irfft on the last); each intermediate from
-    the pool, freed once the next step has read it."""
-    full = [v if v is not None else (2 * (x._shape[a] - 1) if (half == "in" and k ==
-                                                                len(axes) - 1) else x._shape[a])
-            for k, (a, v) in enumerate(zip(axes, sizes, strict=True))]
+    the pool, freed once the next step has read it; ``full`` the lengths along ``axes``)."""
     steps = list(zip(axes, full, strict=True))
     one = {"fftn": "fft", "ifftn": "ifft"}.get(name)
     if one is not None:

@@ -55,7 +55,7 @@ from .reduce import _IDS, compiled
 __all__ = ["Spec", "program", "transform", "plan_passes", "bluestein_size", "override_radix",
            "direct_max", "DIRECT_MAX"]
 
-DIRECT_MAX = 16
+DIRECT_MAX = 12
 """Lengths that are not powers of two up to this take the direct O(n^2) DFT; longer ones
 Bluestein (docs/linalg.md, "How the device FFT works", has the measurements)."""
 
