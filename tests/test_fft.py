@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import gpuarrays as ga
 import gpuarrays.fft as gf
@@ -97,6 +99,38 @@ def test_every_length(device):
                 cases = cases[:2]  # the double kernels are the single ones' text
             for name, arr, host, kw in cases:
                 check(getattr(gf, name)(arr, **kw), getattr(np.fft, name)(host, **kw), device)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_shapes_axes_and_lengths_hypothesis(device, data):
+    """Random 1-3-d shapes, a reversed or transposed view, any function, axis, length
+    (crop or pad) and norm, complex64 / float32 input."""
+    shape = tuple(data.draw(st.lists(st.integers(1, 12), min_size=1, max_size=3)))
+    name, kind = data.draw(st.sampled_from(ONE_AXIS + MANY_AXES))
+    x = values(shape, np.float32 if kind == "r" else np.complex64, len(shape))
+    X = ga.asarray(x, device=device)
+    if len(shape) > 1 and data.draw(st.booleans()):
+        x, X = x.swapaxes(0, -1), X.swapaxes(0, -1)
+    if data.draw(st.booleans()):
+        x, X = x[::-1], X[::-1]
+    norm = data.draw(st.sampled_from(["backward", "ortho", "forward"]))
+    kw: dict = {"norm": norm}
+    if (name, kind) in ONE_AXIS:
+        kw["axis"] = data.draw(st.integers(-x.ndim, x.ndim - 1))
+        if data.draw(st.booleans()):
+            kw["n"] = data.draw(st.integers(1, 40))
+        elif name in ("irfft", "hfft") and x.shape[kw["axis"]] == 1:
+            kw["n"] = 1
+    else:
+        axes = data.draw(st.permutations(range(x.ndim)))[:data.draw(st.integers(1, x.ndim))]
+        kw["axes"] = axes
+        if data.draw(st.booleans()):
+            kw["s"] = [data.draw(st.integers(1, 20)) for _ in axes]
+        elif name == "irfftn" and x.shape[axes[-1]] == 1:
+            kw["s"] = [x.shape[a] for a in axes[:-1]] + [1]
+    check(getattr(gf, name)(X, **kw), getattr(np.fft, name)(x, **kw), device)
 
 
 def test_both_short_algorithms_and_radix_two(device):
