@@ -119,20 +119,12 @@ def program(d, s: Spec) -> tuple[str, str, list[str]]:
                f"return c_make_{K}({cospi}(t), sign * {sinpi}(t)); }}\n"
                f"DEV {C} fft_chirp_{K}(i64 k, i64 n, {R} sign) {{ "
                f"i64 q = (k * k) % (2 * n); return fft_cis_{K}(({R})q / ({R})n, sign); }}\n"
-               f"DEV {C} fft_conj_{K}({C} a) {{ return c_make_{K}(a.x, -a.y); }}\n"
-               # the 4-point DFT with exp(sign 2 pi i / 4) = sign * i
-               f"DEV void fft_dft4_{K}({C} v0, {C} v1, {C} v2, {C} v3, {R} sign, {C} *y) {{\n"
-               f"    {C} a0 = c_add_{K}(v0, v2), a1 = c_sub_{K}(v0, v2);\n"
-               f"    {C} b0 = c_add_{K}(v1, v3), b1 = c_sub_{K}(v1, v3);\n"
-               f"    {C} ib = c_make_{K}(-sign * b1.y, sign * b1.x);\n"
-               f"    y[0] = c_add_{K}(a0, b0); y[1] = c_add_{K}(a1, ib);\n"
-               f"    y[2] = c_sub_{K}(a0, b0); y[3] = c_sub_{K}(a1, ib);\n}}\n")
+               f"DEV {C} fft_conj_{K}({C} a) {{ return c_make_{K}(a.x, -a.y); }}\n")
     if s.kind == "pass":
         params = [("ptr", f"{g}const u8 *src"), ("ptr", f"{g}u8 *dst"),
                   ("ptr", f"{g}const u8 *pw"), ("i8", "i64 total"), ("i8", "i64 n"),
                   ("i8", "i64 ns"), ("i8", "i64 radix"), ("i8", "i64 use_w"),
                   (_REAL[K], f"{R} sign"), (_REAL[K], f"{R} scale")]
-        ld = f"(*({g}const {C} *)(src + (base + j + r * q) * {size}))"
         body = (f"    i64 gi = {gid};\n    if (gi >= total) return;\n"
                 # radix 0: the direct DFT of rows of n points, one output per work-item
                 f"    if (radix == 0) {{\n"
@@ -146,38 +138,9 @@ def program(d, s: Spec) -> tuple[str, str, list[str]]:
                 f"        *({g}{C} *)(dst + gi * {size}) = c_scale_{K}(acc, scale);\n"
                 f"        return;\n    }}\n"
                 f"    i64 q = n / radix, row = gi / q, j = gi - row * q, k = j % ns;\n"
-                f"    i64 base = row * n;\n    {C} v[8];\n"
-                # one sinpi/cospi per item; w^r = w^(r/2) w^(r - r/2), a product tree of
-                # depth log2 r (a few ulps)
-                f"    {C} wp[8];\n"
-                f"    wp[1] = fft_cis_{K}(({R})(2 * k) / ({R})(ns * radix), sign);\n"
-                f"    for (int r = 2; r < radix; ++r) wp[r] = c_mul_{K}(wp[r / 2], wp[r - r / 2]);\n"
-                f"    for (int r = 0; r < radix; ++r) {{\n"
-                f"        {C} a = {ld};\n"
-                f"        if (use_w) a = c_mul_{K}(a, "
-                f"*({g}const {C} *)(pw + (j + r * q) * {size}));\n"
-                f"        if (r > 0 && k > 0) a = c_mul_{K}(a, wp[r]);\n"
-                f"        v[r] = a;\n    }}\n"
-                f"    i64 d0 = base + (j / ns) * ns * radix + k;\n"
-                f"    {C} y[8];\n"
-                f"    if (radix == 8) {{\n"
-                f"        {C} e[4], o[4];\n"
-                f"        fft_dft4_{K}(v[0], v[2], v[4], v[6], sign, e);\n"
-                f"        fft_dft4_{K}(v[1], v[3], v[5], v[7], sign, o);\n"
-                f"        {R} h = ({R})0.70710678118654752440;\n"
-                f"        o[1] = c_mul_{K}(o[1], c_make_{K}(h, sign * h));\n"
-                f"        o[2] = c_make_{K}(-sign * o[2].y, sign * o[2].x);\n"
-                f"        o[3] = c_mul_{K}(o[3], c_make_{K}(-h, sign * h));\n"
-                f"        for (int r = 0; r < 4; ++r) {{ y[r] = c_add_{K}(e[r], o[r]); "
-                f"y[r + 4] = c_sub_{K}(e[r], o[r]); }}\n"
-                f"    }} else if (radix == 4) {{\n"
-                f"        fft_dft4_{K}(v[0], v[1], v[2], v[3], sign, y);\n"
-                f"    }} else {{\n"
-                f"        y[0] = c_add_{K}(v[0], v[1]); y[1] = c_sub_{K}(v[0], v[1]);\n"
-                f"    }}\n"
-                f"    for (int r = 0; r < radix; ++r)\n"
-                f"        *({g}{C} *)(dst + (d0 + r * ns) * {size}) = "
-                f"c_scale_{K}(y[r], scale);\n")
+                f"    i64 base = row * n, d0 = base + (j / ns) * ns * radix + k;\n"
+                f"    {C} w1 = fft_cis_{K}(({R})(2 * k) / ({R})(ns * radix), sign);\n"
+                + "".join(_radix_block(g, K, C, R, size, r) for r in (8, 4, 2)))
     elif s.kind == "gather":
         # mode 0: row (cropped/zero-padded to n); 1: Hermitian extension of the first
         # n // 2 + 1 points to n; 2: Bluestein's kernel conj(w_k) (src unused)
@@ -224,6 +187,67 @@ def program(d, s: Spec) -> tuple[str, str, list[str]]:
     text = (source(d, [sig]) + helpers
             + f"{d.kernel} void {name}({decl}) {{\n{body}}}\n")
     return text, name, [t for t, _ in params]
+
+
+def _dft(K: str, R: str, vs: list[str], tag: str) -> tuple[str, list[str]]:
+    """C statements computing the DFT (sign ``sign``) of the values named ``vs`` (2, 4 or
+    8 of them) into new variables; (code, their names).  Radix 8 is two radix-4 DFTs of the
+    even and odd points joined with ``exp(sign 2 pi i r / 8)``."""
+    add, sub = f"c_add_{K}", f"c_sub_{K}"
+    if len(vs) == 2:
+        y = [f"{tag}0", f"{tag}1"]
+        return (f"{_c(K)} {y[0]} = {add}({vs[0]}, {vs[1]}), {y[1]} = {sub}({vs[0]}, {vs[1]});\n",
+                y)
+    if len(vs) == 4:
+        v0, v1, v2, v3 = vs
+        y = [f"{tag}{i}" for i in range(4)]
+        return (f"{_c(K)} {tag}a0 = {add}({v0}, {v2}), {tag}a1 = {sub}({v0}, {v2});\n"
+                f"{_c(K)} {tag}b0 = {add}({v1}, {v3}), {tag}b1 = {sub}({v1}, {v3});\n"
+                f"{_c(K)} {tag}ib = c_make_{K}(-sign * {tag}b1.y, sign * {tag}b1.x);\n"
+                f"{_c(K)} {y[0]} = {add}({tag}a0, {tag}b0), {y[1]} = {add}({tag}a1, {tag}ib);\n"
+                f"{_c(K)} {y[2]} = {sub}({tag}a0, {tag}b0), {y[3]} = {sub}({tag}a1, {tag}ib);\n",
+                y)
+    ce, e = _dft(K, R, vs[0::2], tag + "e")
+    co, o = _dft(K, R, vs[1::2], tag + "o")
+    h = f"(({R})0.70710678118654752440)"
+    code = (ce + co
+            + f"{o[1]} = c_mul_{K}({o[1]}, c_make_{K}({h}, sign * {h}));\n"
+            + f"{o[2]} = c_make_{K}(-sign * {o[2]}.y, sign * {o[2]}.x);\n"
+            + f"{o[3]} = c_mul_{K}({o[3]}, c_make_{K}(-{h}, sign * {h}));\n")
+    y = [f"{tag}{i}" for i in range(8)]
+    for i in range(4):
+        code += (f"{_c(K)} {y[i]} = {add}({e[i]}, {o[i]}), "
+                 f"{y[i + 4]} = {sub}({e[i]}, {o[i]});\n")
+    return code, y
+
+
+def _c(K: str) -> str:
+    return _CTYPE[K]
+
+
+def _radix_block(g: str, K: str, C: str, R: str, size: int, radix: int) -> str:
+    """The body of one radix of the pass kernel, unrolled into scalars (a GPU keeps them in
+    registers; dynamically indexed private arrays would go to local memory): twiddles
+    ``w^r`` by a product tree of depth log2 r from the one ``sinpi``/``cospi``, loads,
+    the optional pointwise factor, the DFT, scaled stores."""
+    lines = []
+    w = {1: "w1"}
+    for r in range(2, radix):
+        a, b = r // 2, r - r // 2
+        lines.append(f"{C} w{r} = c_mul_{K}({w[a]}, {w[b]});")
+        w[r] = f"w{r}"
+    for r in range(radix):
+        at = f"(j + {r} * q)"
+        lines.append(f"{C} v{r} = *({g}const {C} *)(src + (base + {at}) * {size});")
+        lines.append(f"if (use_w) v{r} = c_mul_{K}(v{r}, *({g}const {C} *)(pw + {at} * {size}));")
+        if r:
+            lines.append(f"v{r} = c_mul_{K}(v{r}, {w[r]});")
+    code, ys = _dft(K, R, [f"v{r}" for r in range(radix)], "y")
+    lines += code.rstrip("\n").split("\n")
+    for r, y in enumerate(ys):
+        lines.append(f"*({g}{C} *)(dst + (d0 + {r} * ns) * {size}) = c_scale_{K}({y}, scale);")
+    inner = "".join(f"        {ln}\n" for ln in lines)
+    return f"    if (radix == {radix}) {{\n{inner}        return;\n    }}\n"
 
 
 def _kernel(device, spec: Spec):
