@@ -134,8 +134,9 @@ def test_random_shapes_axes_and_lengths_hypothesis(device, data):
 
 
 def test_both_short_algorithms_and_radix_two(device):
-    """The direct DFT and Bluestein each at lengths the threshold gives the other, and
-    every pass in radix 2, then in radix 4 (the radix-8 kernel's fallbacks)."""
+    """The direct DFT and Bluestein each at lengths the threshold gives the other, real
+    transforms without the packing of point pairs, and every pass in radix 2, then in
+    radix 4 (the radix-8 kernel's fallbacks)."""
     x = values((2, 40), np.complex64, 5)
     X = ga.asarray(x, device=device)
     for limit in (0, 64):
@@ -147,6 +148,16 @@ def test_both_short_algorithms_and_radix_two(device):
                       device)
         finally:
             device_fft.direct_max.pop()
+    device_fft.packing.append(False)  # real transforms of even length as full complex ones
+    try:
+        r = values((2, 40), np.float32, 6)
+        R = ga.asarray(r, device=device)
+        for n in (2, 8, 20, 40):
+            for name, arr, host in (("rfft", R, r), ("ihfft", R, r), ("irfft", X, x),
+                                    ("hfft", X, x)):
+                check(getattr(gf, name)(arr, n=n), getattr(np.fft, name)(host, n=n), device)
+    finally:
+        device_fft.packing.pop()
     for radix in (2, 4):
         device_fft.override_radix.append(radix)
         try:

@@ -53,7 +53,7 @@ from .launcher import aligned
 from .reduce import _IDS, compiled
 
 __all__ = ["Spec", "program", "transform", "plan_passes", "bluestein_size", "override_radix",
-           "direct_max", "DIRECT_MAX"]
+           "direct_max", "DIRECT_MAX", "packing"]
 
 DIRECT_MAX = 12
 """Lengths that are not powers of two up to this take the direct O(n^2) DFT; longer ones
@@ -61,6 +61,9 @@ Bluestein (docs/linalg.md, "How the device FFT works", has the measurements)."""
 
 override_radix: list[int] = []
 """Tests push ``2`` here to run every pass as radix 2 (the radix-4 kernel's fallback)."""
+
+packing: list[bool] = [True]
+"""Whether real transforms of an even length pack pairs of points (tests push False)."""
 
 direct_max: list[int] = [DIRECT_MAX]
 """Tests and benchmarks push a length here to move the direct-DFT / Bluestein threshold."""
@@ -143,18 +146,40 @@ def program(d, s: Spec) -> tuple[str, str, list[str]]:
                 + "".join(_radix_block(g, K, C, R, size, r) for r in (8, 4, 2)))
     elif s.kind == "gather":
         # mode 0: row (cropped/zero-padded to n); 1: Hermitian extension of the first
-        # n // 2 + 1 points to n; 2: Bluestein's kernel conj(w_k) (src unused)
+        # n // 2 + 1 points to n; 2: Bluestein's kernel conj(w_k) (src unused); 3: real
+        # points packed in pairs, z_k = x_2k + i x_2k+1 (rfft of 2n points); 4: the half
+        # spectrum X_0..X_n of 2n real points folded into the n-point spectrum whose
+        # inverse is (x_2k + i x_2k+1) * 2n (irfft)
         params = [("ptr", f"{g}const u8 *src"), ("ptr", f"{g}u8 *dst"), ("i8", "i64 total"),
                   ("i8", "i64 m"), ("i8", "i64 n"), ("i8", "i64 len"), ("i8", "i64 e1"),
                   ("i8", "i64 s0"), ("i8", "i64 s1"), ("i8", "i64 sax"), ("i8", "i64 mode"),
                   ("i8", "i64 conj"), (_REAL[K], f"{R} chirp")]
-        load = _load(d, s.io, "src + o * s0 + c1 * s1 + j * sax", True)
+
+        def ld(j: str) -> str:
+            return _convert(d, s.io, K, _load(d, s.io, f"src + o * s0 + c1 * s1 + ({j}) * sax",
+                                              True))
+        zero = f"c_make_{K}(0, 0)"
         body = (f"    i64 gi = {gid};\n    if (gi >= total) return;\n"
                 f"    i64 row = gi / m, k = gi - row * m;\n"
-                f"    {C} v = c_make_{K}(0, 0);\n"
+                f"    i64 o = row / e1, c1 = row - o * e1;\n"
+                f"    {C} v = {zero};\n"
                 f"    if (mode == 2) {{\n"
                 f"        if (k < n) v = fft_chirp_{K}(k, n, -chirp);\n"
                 f"        else if (k > m - n) v = fft_chirp_{K}(m - k, n, -chirp);\n"
+                f"    }} else if (k < n && mode == 3) {{\n"
+                f"        if (2 * k < len) v.x = ({ld('2 * k')}).x;\n"
+                f"        if (2 * k + 1 < len) v.y = ({ld('2 * k + 1')}).x;\n"
+                f"    }} else if (k < n && mode == 4) {{\n"
+                f"        i64 lim = len < n + 1 ? len : n + 1;\n"
+                f"        {C} a = k < lim ? {ld('k')} : {zero};\n"
+                f"        {C} b = n - k < lim ? {ld('n - k')} : {zero};\n"
+                f"        if (conj) {{ a = fft_conj_{K}(a); b = fft_conj_{K}(b); }}\n"
+                # X_0 and X_n (self-conjugate): their imaginary parts drop out, as in pocketfft
+                f"        if (k == 0) {{ a.y = 0; b.y = 0; }}\n"
+                f"        b = fft_conj_{K}(b);\n"
+                f"        {C} e = c_add_{K}(a, b);\n"
+                f"        {C} t = c_mul_{K}(c_sub_{K}(a, b), fft_cis_{K}(({R})k / ({R})n, 1));\n"
+                f"        v = c_make_{K}(e.x - t.y, e.y + t.x);\n"
                 f"    }} else if (k < n) {{\n"
                 f"        i64 j = k, flip = 0, lim = len;\n"
                 f"        if (mode == 1) {{\n"
@@ -163,22 +188,40 @@ def program(d, s: Spec) -> tuple[str, str, list[str]]:
                 f"            if (k >= h) {{ j = n - k; flip = 1; }}\n"
                 f"        }}\n"
                 f"        if (j < lim) {{\n"
-                f"            i64 o = row / e1, c1 = row - o * e1;\n"
-                f"            v = {_convert(d, s.io, K, load)};\n"
+                f"            v = {ld('j')};\n"
                 f"            if (conj != flip) v = fft_conj_{K}(v);\n"
                 f"        }}\n"
-                f"        if (chirp != 0) v = c_mul_{K}(v, fft_chirp_{K}(k, n, chirp));\n"
                 f"    }}\n"
+                f"    if (mode != 2 && k < n && chirp != 0) v = c_mul_{K}(v, fft_chirp_{K}(k, n, chirp));\n"
                 f"    *({g}{C} *)(dst + gi * {size}) = v;\n")
     else:
+        # mode 0: point k; 1: X_k of 2n real points from the n-point spectrum Z of their
+        # pairs (rfft); 2: real point k of the pairs z_k/2 (irfft)
         params = [("ptr", f"{g}const u8 *src"), ("ptr", f"{g}u8 *dst"), ("i8", "i64 total"),
                   ("i8", "i64 m"), ("i8", "i64 nout"), ("i8", "i64 n"), ("i8", "i64 e1"),
                   ("i8", "i64 s0"), ("i8", "i64 s1"), ("i8", "i64 sax"), ("i8", "i64 conj"),
-                  (_REAL[K], f"{R} chirp"), (_REAL[K], f"{R} scale")]
+                  ("i8", "i64 mode"), (_REAL[K], f"{R} chirp"), (_REAL[K], f"{R} scale")]
+
+        def z(idx: str) -> str:
+            return f"fft_point_{K}(src + row * m * {size}, {idx}, n, chirp)"
+        helpers += (f"DEV {C} fft_point_{K}({g}const u8 *p, i64 k, i64 n, {R} chirp) {{\n"
+                    f"    {C} v = *({g}const {C} *)(p + k * {size});\n"
+                    f"    return chirp != 0 ? c_mul_{K}(v, fft_chirp_{K}(k, n, chirp)) : v;\n}}\n")
         body = (f"    i64 gi = {gid};\n    if (gi >= total) return;\n"
                 f"    i64 row = gi / nout, k = gi - row * nout;\n"
-                f"    {C} v = *({g}const {C} *)(src + (row * m + k) * {size});\n"
-                f"    if (chirp != 0) v = c_mul_{K}(v, fft_chirp_{K}(k, n, chirp));\n"
+                f"    {C} v;\n"
+                f"    if (mode == 1) {{\n"
+                f"        {C} a = {z('k % n')}, b = fft_conj_{K}({z('(n - k) % n')});\n"
+                f"        {C} e = c_add_{K}(a, b), d = c_sub_{K}(a, b);\n"
+                f"        {C} t = c_mul_{K}(c_make_{K}(d.y, -d.x), "
+                f"fft_cis_{K}(({R})k / ({R})n, -1));\n"
+                f"        v = c_scale_{K}(c_add_{K}(e, t), ({R})0.5);\n"
+                f"    }} else if (mode == 2) {{\n"
+                f"        {C} a = {z('k / 2')};\n"
+                f"        v = c_make_{K}(k % 2 ? a.y : a.x, 0);\n"
+                f"    }} else {{\n"
+                f"        v = {z('k')};\n"
+                f"    }}\n"
                 f"    v = c_scale_{K}(v, scale);\n"
                 f"    if (conj) v = fft_conj_{K}(v);\n"
                 f"    i64 o = row / e1, c1 = row - o * e1;\n"
@@ -331,6 +374,13 @@ def _run(dev, hint, ckey, cdt, p: _Plan, rows, raw, in_rows, sax, length, out, o
          oax, temps) -> None:
     n, size = p.n, cdt.itemsize
     ikey, okey = key_of(raw.dtype), key_of(out.dtype)
+    gmode, smode = p.mode, 0
+    if n % 2 == 0 and packing[-1]:
+        # 2n' real points as n' complex pairs: half the work (docs/linalg.md)
+        if p.mode == 0 and ikey[0] != "c" and p.sign < 0 and p.nout == n // 2 + 1:
+            n, gmode, smode = n // 2, 3, 1  # rfft, ihfft
+        elif p.mode == 1 and okey[0] != "c":
+            n, gmode, smode = n // 2, 4, 2  # irfft, hfft
     pw2 = n & (n - 1) == 0
     m = n if pw2 else bluestein_size(n)
     chirp = 0.0 if pw2 else p.sign
@@ -365,24 +415,24 @@ def _run(dev, hint, ckey, cdt, p: _Plan, rows, raw, in_rows, sax, length, out, o
         k = _kernel(dev, Spec(dev.backend, "store", ckey, okey))
         total = rows * p.nout
         _launch(k, hint, [src, out.ptr, total, mm, p.nout, n, out_rows[1][0], out_rows[0][1],
-                          out_rows[1][1], oax, int(p.conj_out), ch, scale], total)
+                          out_rows[1][1], oax, int(p.conj_out), smode, ch, scale], total)
 
     rows_now = rows
     if pw2 and m > 1:
         # read the input in place when it already is contiguous complex rows of n points
-        direct_in = (ikey == ckey and raw.ptr % size == 0 and p.mode == 0 and not p.conj_in and length == n
-                     and sax == size and (rows == 1 or in_rows[1][1] == n * size and
-                                          (in_rows[0][0] == 1 or in_rows[0][1] ==
-                                           in_rows[1][0] * n * size)))
-        direct_out = (okey == ckey and not p.conj_out and p.nout == n and oax == size
-                      and out.ptr % size == 0)
+        direct_in = (ikey == ckey and raw.ptr % size == 0 and gmode == 0 and not p.conj_in
+                     and length == n and sax == size
+                     and (rows == 1 or in_rows[1][1] == n * size and
+                          (in_rows[0][0] == 1 or in_rows[0][1] == in_rows[1][0] * n * size)))
+        direct_out = (okey == ckey and smode == 0 and not p.conj_out and p.nout == n
+                      and oax == size and out.ptr % size == 0)
         nbuf = len(plan_passes(m)) - (1 if direct_out else 0)
         bufs = [buffer(rows * m) for _ in range(min(nbuf, 2))]
         if direct_in:
             src = raw.ptr
         else:
             src = bufs[-1] if len(bufs) == 2 else buffer(rows * m)
-            gather(src, p.mode, p.conj_in, 0.0, rows, m, n)
+            gather(src, gmode, p.conj_in, 0.0, rows, m, n)
         if direct_out:
             passes(src, bufs, m, p.sign, p.scale, dst_last=out.ptr)
         else:
@@ -390,12 +440,12 @@ def _run(dev, hint, ckey, cdt, p: _Plan, rows, raw, in_rows, sax, length, out, o
         return
     if m == 1:  # one point: the transform is the identity
         a = buffer(rows)
-        gather(a, p.mode, p.conj_in, 0.0, rows, 1, 1)
+        gather(a, gmode, p.conj_in, 0.0, rows, 1, 1)
         store(a, 1, 0.0, p.scale)
         return
     if n <= direct_max[-1]:  # short rows: the direct DFT
         a, b = buffer(rows * n), buffer(rows * n)
-        gather(a, p.mode, p.conj_in, 0.0, rows, n, n)
+        gather(a, gmode, p.conj_in, 0.0, rows, n, n)
         k = _kernel(dev, Spec(dev.backend, "pass", ckey, ckey))
         _launch(k, hint, [a, b, 0, rows * n, n, 1, 0, 0, p.sign, 1.0], rows * n)
         store(b, n, 0.0, p.scale)
@@ -407,7 +457,7 @@ def _run(dev, hint, ckey, cdt, p: _Plan, rows, raw, in_rows, sax, length, out, o
     gather(w, 2, False, p.sign, 1, m, n)
     wf = passes(w, [w2, w], m, -1.0, 1.0 / m)
     rows_now = rows
-    gather(a, p.mode, p.conj_in, chirp, rows, m, n)
+    gather(a, gmode, p.conj_in, chirp, rows, m, n)
     fa = passes(a, [b, a], m, -1.0, 1.0)
     other = a if fa == b else b
     res = passes(fa, [other, fa], m, 1.0, 1.0, pw=wf)
