@@ -21,12 +21,16 @@ axes).  Three kernels per complex type, each written once for both dialects:
     Reads a row of any numeric dtype through byte strides (the transformed axis
     anywhere), converts it to the complex type, crops or zero-pads it to the
     transform length, optionally conjugates it, optionally builds the Hermitian
-    extension of a half spectrum (``irfft``, ``hfft``), optionally multiplies by
-    Bluestein's chirp; or writes Bluestein's convolution kernel.
+    extension of a half spectrum (``irfft``, ``hfft`` of an odd length), packs
+    real points in pairs (``rfft`` of an even length) or folds a half spectrum
+    into the half-length one whose inverse gives the pairs (``irfft`` of an even
+    length), optionally multiplies by Bluestein's chirp; or writes Bluestein's
+    convolution kernel.
 ``store``
     Writes the first ``n_out`` points of each row through byte strides into the
     result, times the chirp, times the scale, optionally conjugated, converted to
-    the result's dtype (the real part for a real result).
+    the result's dtype (the real part for a real result); or unpacks the
+    spectrum of packed pairs, or interleaves an inverse's pairs into real points.
 
 Other lengths up to :data:`DIRECT_MAX` take the direct DFT, longer ones
 Bluestein's chirp-z: with ``w_k = exp(s pi i k^2 / n)`` (``k^2`` taken mod
