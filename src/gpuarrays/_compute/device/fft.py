@@ -64,7 +64,8 @@ DIRECT_MAX = 12
 Bluestein (docs/linalg.md, "How the device FFT works", has the measurements)."""
 
 override_radix: list[int] = []
-"""Tests push ``2`` here to run every pass as radix 2 (the radix-4 kernel's fallback)."""
+"""Tests and benchmarks push ``2`` or ``4`` here to run every pass in that radix (the
+radix-8 passes' fallbacks)."""
 
 packing: list[bool] = [True]
 """Whether real transforms of an even length pack pairs of points (tests push False)."""
