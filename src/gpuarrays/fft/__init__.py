@@ -1,13 +1,13 @@
 """``gpuarrays.fft``: the array API standard's FFT extension (docs/linalg.md, "fft").
 
-All 14 functions with the standard's signatures.  On ``cpu`` the transforms run
-NumPy's pocketfft on views of the raw memory, writing into the result from the
-pool through ``out=``.  On device back-ends ``fftfreq``, ``rfftfreq``,
-``fftshift`` and ``ifftshift`` run (creation and block copies); the ten
-transforms raise ``NotImplementedError`` naming the device: VkFFT (``pyvkfft``)
-does not install with pip here (it builds from source and needs the OpenCL
-headers), and this library never copies device memory to the host behind the
-caller's back.
+All 14 functions with the standard's signatures, on every device.  On ``cpu``
+the transforms run NumPy's pocketfft on views of the raw memory, writing into
+the result from the pool through ``out=``.  On device back-ends they run this
+library's own kernels (``_compute/device/fft.py``: Stockham radix-8/4/2 passes
+for powers of two, a direct DFT for short other lengths, Bluestein's chirp-z for
+long ones), one axis at a time,
+entirely on the device; ``fftfreq``, ``rfftfreq``, ``fftshift`` and
+``ifftshift`` are creation and block copies.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ from .._array.creation import asarray
 from .._array.make import new_array
 from .._array.transfer import copy_raw
 from .._compute import cpu_engine
+from .._compute.device import fft as device_fft
+from .._compute.dtypes import astype
 from .._compute.linalg import check_arrays
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
-ON_DEVICES = frozenset({"fftfreq", "rfftfreq", "fftshift", "ifftshift"})
-"""The functions that run on every device back-end; the transforms run on ``cpu`` only."""
+ON_DEVICES = frozenset(__all__)
+"""The functions that run on every device back-end: all of them."""
 
 _NORMS = ("backward", "ortho", "forward")
 _C8, _C16, _F4, _F8 = (np.dtype(n) for n in ("complex64", "complex128", "float32", "float64"))
@@ -48,11 +50,6 @@ def _check(name: str, x, norm: str):
                          f"{norm!r}")
     if x._dtype.kind not in "fciu":
         raise TypeError(f"fft.{name}() takes numeric data types, got {x._dtype}")
-    if dev.backend != "cpu":
-        raise NotImplementedError(
-            f"fft.{name} is not implemented on {dev} ({dev.backend} back-end): VkFFT "
-            f"(pyvkfft) does not install from the package index here (docs/linalg.md); move "
-            f"the data explicitly, e.g. x.to_device('cpu:0')")
     return dev, kind
 
 
@@ -141,6 +138,16 @@ def _one_axis(name: str, fn, x, n, axis, norm, *, real_in: bool, real_out: bool,
     if half != "in" and (size if size is not None else m) < 1:
         raise ValueError(f"fft.{name}(): invalid number of points 0; pass n >= 1")
     dt = _real(x._dtype) if real_out else _complex(x._dtype)
+    if dev.backend != "cpu":
+        dev.require(dt)
+        out = new_array(tuple(shape), dt, dev, kind)
+        try:
+            _device_step(name, x, ax, out, size if size is not None else (
+                shape[ax] if half == "in" else m), norm)
+        except BaseException:
+            out.free()
+            raise
+        return out
     # NumPy's hfft ignores out= (it returns a new array; NumPy 2.4): copy its result
     return _run(fn, x, shape, dt, dev, kind, into=name != "hfft", n=size, axis=ax, norm=norm)
 
@@ -198,9 +205,13 @@ def _many_axes(name: str, fn, x, s, axes, norm, *, real_in: bool, real_out: bool
         if shape[a] < 1:
             raise ValueError(f"fft.{name}(): invalid number of points along axis {a}")
     dt = _real(x._dtype) if real_out else _complex(x._dtype)
-    s_arg = None if s is None else [v if v is not None else (
+    full = [v if v is not None else (
         2 * (x._shape[a] - 1) if (half == "in" and k == len(ax) - 1) else x._shape[a])
         for k, (a, v) in enumerate(zip(ax, sizes, strict=True))]
+    if dev.backend != "cpu":
+        dev.require(dt)
+        return _device_many(name, x, ax, full, dt, dev, kind, norm)
+    s_arg = None if s is None else full
     return _run(fn, x, shape, dt, dev, kind, into=False, s=s_arg, axes=ax, norm=norm)
 
 
@@ -226,6 +237,69 @@ def irfftn(x, /, *, s=None, axes=None, norm="backward"):
     """The inverse of :func:`rfftn`: real output.  cpu only."""
     return _many_axes("irfftn", np.fft.irfftn, x, s, axes, norm, real_in=False, real_out=True,
                       half="in")
+
+
+# Device back-ends -------------------------------------------------------------------------
+_STEP = {  # name: (inverse, hermitian input, conjugate input, conjugate output, half output)
+    "fft": (False, False, False, False, False), "ifft": (True, False, False, False, False),
+    "rfft": (False, False, False, False, True), "irfft": (True, True, False, False, False),
+    "hfft": (True, True, True, False, False), "ihfft": (False, False, False, True, True)}
+_SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _scale(norm: str, n: int, inverse: bool) -> float:
+    if norm == "ortho":
+        return 1.0 / np.sqrt(n)
+    return 1.0 / n if (norm == "forward") != inverse else 1.0
+
+
+def _device_step(name: str, x, ax: int, out, n: int, norm: str) -> None:
+    """``out`` = the one-axis transform ``name`` of ``x`` along ``ax`` with ``n`` points,
+    on the device (hfft and ihfft as NumPy defines them: irfft / rfft of the conjugate
+    with the norm's direction swapped)."""
+    inverse, herm, conj_in, conj_out, half = _STEP[name]
+    if name in ("hfft", "ihfft"):
+        norm = _SWAP[norm]
+    nout = n // 2 + 1 if half else n
+    device_fft.transform(x, ax, out, n=n, inverse=inverse, nout=nout, hermitian=herm,
+                         conj_in=conj_in, conj_out=conj_out, scale=_scale(norm, n, inverse))
+
+
+def _device_many(name: str, x, axes: list[int], full: list[int], dt, dev, kind, norm: str):
+    """The n-d transform as NumPy composes it from one-axis steps (fftn/ifftn: the last
+    axis first; rfftn: rfft on the last axis, then fft on the others in order; irfftn:
+    ifft on all but the last in order, then irfft on the last); each intermediate from
+    the pool, freed once the next step has read it; ``full`` the lengths along ``axes``)."""
+    steps = list(zip(axes, full, strict=True))
+    one = {"fftn": "fft", "ifftn": "ifft"}.get(name)
+    if one is not None:
+        plan = [(one, a, v) for a, v in reversed(steps)]
+    elif name == "rfftn":
+        plan = [("rfft", *steps[-1])] + [("fft", a, v) for a, v in steps[:-1]]
+    else:
+        plan = [("ifft", a, v) for a, v in steps[:-1]] + [("irfft", *steps[-1])]
+    if not plan:  # no axes: NumPy returns the input converted
+        return astype(x, dt)
+    cur = x
+    try:
+        for k, (step, a, v) in enumerate(plan):
+            shape = list(cur._shape)
+            shape[a] = v // 2 + 1 if step == "rfft" else v
+            last = k == len(plan) - 1
+            nxt = new_array(tuple(shape), dt if last else _complex(dt), dev, kind)
+            try:
+                _device_step(step, cur, a, nxt, v, norm)
+            except BaseException:
+                nxt.free()
+                raise
+            if cur is not x:
+                cur.free()
+            cur = nxt
+    except BaseException:
+        if cur is not x:
+            cur.free()
+        raise
+    return cur
 
 
 # Every device ------------------------------------------------------------------------------
