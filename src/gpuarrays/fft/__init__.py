@@ -153,36 +153,36 @@ def _one_axis(name: str, fn, x, n, axis, norm, *, real_in: bool, real_out: bool,
 
 
 def fft(x, /, *, n=None, axis=-1, norm="backward"):
-    """The one-dimensional discrete Fourier transform along ``axis``.  cpu only."""
+    """The one-dimensional discrete Fourier transform along ``axis``."""
     return _one_axis("fft", np.fft.fft, x, n, axis, norm, real_in=False, real_out=False, half="")
 
 
 def ifft(x, /, *, n=None, axis=-1, norm="backward"):
-    """The one-dimensional inverse discrete Fourier transform.  cpu only."""
+    """The one-dimensional inverse discrete Fourier transform."""
     return _one_axis("ifft", np.fft.ifft, x, n, axis, norm, real_in=False, real_out=False,
                      half="")
 
 
 def rfft(x, /, *, n=None, axis=-1, norm="backward"):
-    """The transform of real input: ``n // 2 + 1`` points along ``axis``.  cpu only."""
+    """The transform of real input: ``n // 2 + 1`` points along ``axis``."""
     return _one_axis("rfft", np.fft.rfft, x, n, axis, norm, real_in=True, real_out=False,
                      half="out")
 
 
 def irfft(x, /, *, n=None, axis=-1, norm="backward"):
-    """The inverse of :func:`rfft`: ``n`` real points (default ``2 * (m - 1)``).  cpu only."""
+    """The inverse of :func:`rfft`: ``n`` real points (default ``2 * (m - 1)``)."""
     return _one_axis("irfft", np.fft.irfft, x, n, axis, norm, real_in=False, real_out=True,
                      half="in")
 
 
 def hfft(x, /, *, n=None, axis=-1, norm="backward"):
-    """The transform of a Hermitian-symmetric signal: ``n`` real points.  cpu only."""
+    """The transform of a Hermitian-symmetric signal: ``n`` real points."""
     return _one_axis("hfft", np.fft.hfft, x, n, axis, norm, real_in=False, real_out=True,
                      half="in")
 
 
 def ihfft(x, /, *, n=None, axis=-1, norm="backward"):
-    """The inverse of :func:`hfft`: ``n // 2 + 1`` complex points.  cpu only."""
+    """The inverse of :func:`hfft`: ``n // 2 + 1`` complex points."""
     return _one_axis("ihfft", np.fft.ihfft, x, n, axis, norm, real_in=True, real_out=False,
                      half="out")
 
@@ -216,25 +216,25 @@ def _many_axes(name: str, fn, x, s, axes, norm, *, real_in: bool, real_out: bool
 
 
 def fftn(x, /, *, s=None, axes=None, norm="backward"):
-    """The n-dimensional discrete Fourier transform over ``axes``.  cpu only."""
+    """The n-dimensional discrete Fourier transform over ``axes``."""
     return _many_axes("fftn", np.fft.fftn, x, s, axes, norm, real_in=False, real_out=False,
                       half="")
 
 
 def ifftn(x, /, *, s=None, axes=None, norm="backward"):
-    """The n-dimensional inverse discrete Fourier transform.  cpu only."""
+    """The n-dimensional inverse discrete Fourier transform."""
     return _many_axes("ifftn", np.fft.ifftn, x, s, axes, norm, real_in=False, real_out=False,
                       half="")
 
 
 def rfftn(x, /, *, s=None, axes=None, norm="backward"):
-    """The n-dimensional transform of real input (the last axis halved).  cpu only."""
+    """The n-dimensional transform of real input (the last axis halved)."""
     return _many_axes("rfftn", np.fft.rfftn, x, s, axes, norm, real_in=True, real_out=False,
                       half="out")
 
 
 def irfftn(x, /, *, s=None, axes=None, norm="backward"):
-    """The inverse of :func:`rfftn`: real output.  cpu only."""
+    """The inverse of :func:`rfftn`: real output."""
     return _many_axes("irfftn", np.fft.irfftn, x, s, axes, norm, real_in=False, real_out=True,
                       half="in")
 
