@@ -491,6 +491,26 @@ def test_free_launch_shapes_fit_the_kernel():
     assert launch_shape("gpu", 5, 1) == (5, 1)
 
 
+@pytest.mark.parametrize("n", [255, 256, 257, 512, 3 * 256])
+def test_whole_work_groups_run_without_the_bounds_check(kdev, n):
+    """A launch whose work-groups cover exactly the elements runs the kernel without the
+    bounds check (PoCL vectorises it 20-25 % faster); every other size keeps the check."""
+    x = np.linspace(-3, 3, n, dtype=np.float32)
+    got = launch(kdev, "exp", np.float32, _to(kdev, x))
+    np.testing.assert_allclose(got, np.exp(x), rtol=2e-6)
+    (plan,) = [p for key, p in launcher._plans.items()
+               if key[2] == "exp" and key[4] == (n,) and key[0] is kdev.impl]
+    assert plan.kernel._name.endswith("_x") == (n % plan.lsize == 0)
+
+
+def test_the_unchecked_kernel_differs_only_by_its_bounds_check():
+    sig = generator.Signature("exp", "f4", (generator.Operand("f4", "f4"),))
+    exact = generator.Signature("exp", "f4", (generator.Operand("f4", "f4"),), exact=True)
+    checked, unchecked = (generator.source(cuda.DIALECT, [s]) for s in (sig, exact))
+    assert "if (i >= n) return;" in checked and "if (i >= n) return;" not in unchecked
+    assert generator.kernel_name(exact) == generator.kernel_name(sig) + "_x"
+
+
 # CUDA: every kernel through NVRTC, and the disk cache --------------------------------------
 def _signatures(op: str) -> list[generator.Signature]:
     """Every compute dtype the operation has an expression for, both index widths, the flat
@@ -504,6 +524,9 @@ def _signatures(op: str) -> list[generator.Signature]:
             for index64 in (False, True):
                 sigs.append(generator.Signature(
                     op, out, tuple(generator.Operand(k, k) for k in keys), 1, index64))
+                if not index64:  # whole blocks: no bounds check
+                    sigs.append(generator.Signature(
+                        op, out, tuple(generator.Operand(k, k) for k in keys), 1, exact=True))
                 strided = [generator.Operand(k, k, False, False) for k in keys[:-1]]
                 sigs.append(generator.Signature(
                     op, out, (*strided, generator.Operand(None, keys[-1])), 3, index64,

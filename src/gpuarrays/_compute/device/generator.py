@@ -64,6 +64,9 @@ class Signature:
     index64: bool = False
     out_contiguous: bool = True
     out_aligned: bool = True
+    # The launch has exactly n work-items: no bounds check (which costs PoCL's vectorised
+    # work-group loop 20-25 % on compute-bound operations such as exp).
+    exact: bool = False
 
     def arrays(self) -> list[tuple[int, str, bool, bool]]:
         """(array number, storage key, contiguous, aligned): the output (0), then array operands."""
@@ -97,6 +100,8 @@ def kernel_name(sig: Signature) -> str:
         return f"{o.storage}{o.compute}{'c' if o.contiguous else 's'}{'' if o.aligned else 'u'}"
     parts = [sig.op, f"{sig.out}{'c' if sig.out_contiguous else 's'}{'' if sig.out_aligned else 'u'}",
              *map(tag, sig.operands), f"d{sig.ndim}", "i64" if sig.index64 else "i32"]
+    if sig.exact:
+        parts.append("x")
     return "ew_" + "_".join(parts)
 
 
@@ -261,7 +266,9 @@ def _kernel(d: Dialect, sig: Signature) -> str:
             decl.append(f"{ctype} n{role[1]}")
         else:
             decl.append(f"{ctype} s{role[1]}_{role[2]}")
-    body = [f"    {idx} i = ({idx})GRID_START;\n    if (i >= n) return;\n"]
+    body = [f"    {idx} i = ({idx})GRID_START;\n"]
+    if not sig.exact:
+        body.append("    if (i >= n) return;\n")
     strided = [(a, key) for a, key, contiguous, _ in sig.arrays() if not contiguous]
     for a, key, contiguous, _ in sig.arrays():
         if contiguous:

@@ -17,6 +17,8 @@ measurements behind it.
 
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 from collections.abc import Sequence
 from itertools import product
@@ -178,8 +180,14 @@ def _make_plan(device, op: str, out: RawView, inputs: Sequence, arg_dtypes) -> _
     if layout is None:
         return _Plan(None, [], 0, 0, (), None, True)
     sig, tail, outer, scalars = layout
+    hint, n = device.impl.launch_hint(device.index), tail[0]
+    if launch_shape(hint, n)[0] == n:  # whole work-groups cover the elements: no bounds check
+        kernel = _kernel(device, dataclasses.replace(sig, exact=True))
+        gsize, lsize = launch_shape(hint, n, kernel.max_local)
+        if gsize == n:
+            return _Plan(kernel, tail, gsize, lsize, scalars, outer, False)
     kernel = _kernel(device, sig)
-    gsize, lsize = launch_shape(device.impl.launch_hint(device.index), tail[0], kernel.max_local)
+    gsize, lsize = launch_shape(hint, n, kernel.max_local)
     return _Plan(kernel, tail, gsize, lsize, scalars, outer, False)
 
 
