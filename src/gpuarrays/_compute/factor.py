@@ -91,9 +91,24 @@ def _flag(dev):
     return f
 
 
-def _failed(flag) -> bool:
-    """The status word (the one read of the call)."""
-    return bool(flag.get()[0])
+_FLAG = object()
+"""Where a checked launch's argument list takes the address of its status word."""
+
+
+def _launch_checked(dev, name: str, dt: np.dtype, args: list, nb: int, refusal) -> None:
+    """Launch kernel ``name`` over ``nb`` matrices with a fresh status word in place of
+    :data:`_FLAG`, then read the word (the one read of the call): non-zero raises
+    ``refusal(status)``.  The word is freed either way."""
+    flag = _flag(dev)
+    try:
+        with dev.gate:  # no reset under the launch
+            kernels.launch(dev, name, _key(dt), [_ptr(flag) if a is _FLAG else a for a in args],
+                           nb)
+        status = int(flag.get()[0])
+        if status:
+            raise refusal(status)
+    finally:
+        flag.free()
 
 
 def _free(*arrays) -> None:
@@ -166,24 +181,21 @@ def solve(x1, x2, kind):
         k = x2._shape[-1]
         shape = (*batch, n, k)
     out = new_array(shape, dt, dev, kind)
-    work = flag = None
+    work = None
     try:
         nb = math.prod(batch)
         if nb and n and k:
             b3 = out.reshape((*batch, n, k))
             copy_raw(b3, x2.reshape((n, 1)) if x2.ndim == 1 else x2)
             work = _copy(x1, dt, (*batch, n, n))
-            flag = _flag(dev)
-            with dev.gate:  # no reset under the launch
-                kernels.launch(dev, "lu", _key(dt), [_ptr(work), _ptr(out), _ptr(work),
-                                                     _ptr(work), _ptr(flag), nb, n, k, 2, 0], nb)
-            if _failed(flag):
-                raise _singular("solve")
+            _launch_checked(dev, "lu", dt, [_ptr(work), _ptr(out), _ptr(work), _ptr(work),
+                                            _FLAG, nb, n, k, 2, 0], nb,
+                            lambda _: _singular("solve"))
     except BaseException:
         out.free()
         raise
     finally:
-        _free(work, flag)
+        _free(work)
     return out
 
 
@@ -193,22 +205,19 @@ def inv(x, kind):
     dt = compute_dtype("inv", dev, x._dtype)
     n = x._shape[-1]
     out = new_array(x._shape, dt, dev, kind)
-    work = flag = None
+    work = None
     try:
         nb = _batch(x._shape)
         if nb and n:
             work = _copy(x, dt)
-            flag = _flag(dev)
-            with dev.gate:  # no reset under the launch
-                kernels.launch(dev, "lu", _key(dt), [_ptr(work), _ptr(out), _ptr(work),
-                                                     _ptr(work), _ptr(flag), nb, n, n, 2, 1], nb)
-            if _failed(flag):
-                raise _singular("inv")
+            _launch_checked(dev, "lu", dt, [_ptr(work), _ptr(out), _ptr(work), _ptr(work),
+                                            _FLAG, nb, n, n, 2, 1], nb,
+                            lambda _: _singular("inv"))
     except BaseException:
         out.free()
         raise
     finally:
-        _free(work, flag)
+        _free(work)
     return out
 
 
@@ -218,24 +227,18 @@ def cholesky(x, kind, upper: bool):
     dt = compute_dtype("cholesky", dev, x._dtype)
     n = x._shape[-1]
     out = new_array(x._shape, dt, dev, kind)
-    flag = None
     try:
         nb = _batch(x._shape)
         if nb and n:
             copy_raw(out, x)
-            flag = _flag(dev)
-            with dev.gate:  # no reset under the launch
-                kernels.launch(dev, "chol", _key(dt), [_ptr(out), _ptr(flag), nb, n,
-                                                       int(upper)], nb)
-            if _failed(flag):
-                raise LinAlgError(f"Matrix is not positive definite: linalg.cholesky() met a "
-                                  f"non-positive pivot in a {n} x {n} matrix; cholesky needs "
-                                  f"a Hermitian positive-definite input")
+            _launch_checked(dev, "chol", dt, [_ptr(out), _FLAG, nb, n, int(upper)], nb,
+                            lambda _: LinAlgError(
+                                f"Matrix is not positive definite: linalg.cholesky() met a "
+                                f"non-positive pivot in a {n} x {n} matrix; cholesky needs a "
+                                f"Hermitian positive-definite input"))
     except BaseException:
         out.free()
         raise
-    finally:
-        _free(flag)
     return out
 
 
@@ -246,25 +249,22 @@ def eigh(x, kind, vectors: bool):
     dt = compute_dtype("eigh" if vectors else "eigvalsh", dev, x._dtype)
     n = x._shape[-1]
     w = new_array(x._shape[:-1], _real(dt), dev, kind)
-    v = work = flag = None
+    v = work = None
     try:
         if vectors:
             v = new_array(x._shape, dt, dev, kind)
         nb = _batch(x._shape)
         if nb and n:
             work = _copy(x, dt)
-            flag = _flag(dev)
-            with dev.gate:  # no reset under the launch
-                kernels.launch(dev, "jeig", _key(dt), [_ptr(work), _ptr(w),
-                                                       _ptr(v if vectors else work),
-                                                       _ptr(flag), nb, n, int(vectors)], nb)
-            if _failed(flag):
-                raise _not_finite("eigh" if vectors else "eigvalsh", "Eigenvalues")
+            _launch_checked(dev, "jeig", dt, [_ptr(work), _ptr(w), _ptr(v if vectors else work),
+                                              _FLAG, nb, n, int(vectors)], nb,
+                            lambda _: _not_finite("eigh" if vectors else "eigvalsh",
+                                                  "Eigenvalues"))
     except BaseException:
         _free(w, v)
         raise
     finally:
-        _free(work, flag)
+        _free(work)
     return w, v
 
 
@@ -283,7 +283,7 @@ def svd(x, kind, vectors: bool, full: bool = True):
     m, n = x._shape[-2:]
     kmin = min(m, n)
     s = new_array((*batch, kmin), _real(dt), dev, kind)
-    u = vh = work = w = flag = None
+    u = vh = work = w = None
     try:
         if vectors:
             u = new_array((*batch, m, m if full else kmin), dt, dev, kind)
@@ -296,21 +296,17 @@ def svd(x, kind, vectors: bool, full: bool = True):
             work = _copy(x, dt)
             if vectors:
                 w = new_array((nb, kmin, kmin), dt, dev, "device")
-            flag = _flag(dev)
             # the normalised side is U (columns, m >= n) or Vh (rows); the other is conj(W)
             o, q = (vh, u) if m < n else (u, vh)
-            with dev.gate:  # no reset under the launch
-                kernels.launch(dev, "jsvd", _key(dt), [
-                    _ptr(work), _ptr(w if vectors else work), _ptr(s),
-                    _ptr(o if vectors else work), _ptr(q if vectors else work), _ptr(flag),
-                    nb, m, n, int(full), int(vectors)], nb)
-            if _failed(flag):
-                raise _not_finite("svd" if vectors else "svdvals", "SVD")
+            _launch_checked(dev, "jsvd", dt, [
+                _ptr(work), _ptr(w if vectors else work), _ptr(s), _ptr(o if vectors else work),
+                _ptr(q if vectors else work), _FLAG, nb, m, n, int(full), int(vectors)], nb,
+                lambda _: _not_finite("svd" if vectors else "svdvals", "SVD"))
     except BaseException:
         _free(s, u, vh)
         raise
     finally:
-        _free(work, w, flag)
+        _free(work, w)
     return u, s, vh
 
 
@@ -353,32 +349,29 @@ def eig(x, kind, vectors: bool):
     dev.require(ct)
     n = x._shape[-1]
     w = new_array(x._shape[:-1], ct, dev, kind)
-    v = work = flag = None
+    name = "eig" if vectors else "eigvals"
+
+    def refusal(status: int) -> LinAlgError:
+        if status == 2:
+            return LinAlgError(f"Array must not contain infs or NaNs: linalg.{name}() refuses "
+                               f"them, as NumPy; check the input, e.g. with ga.isfinite")
+        return LinAlgError(f"Eigenvalues did not converge: linalg.{name}() ran out of QR "
+                           f"iterations ({30 * n} for a {n} x {n} matrix)")
+
+    v = work = None
     try:
         if vectors:
             v = new_array(x._shape, ct, dev, kind)
         nb = _batch(x._shape)
         if nb and n:
             work = _copy(x, ct)
-            flag = _flag(dev)
-            with dev.gate:  # no reset under the launch
-                kernels.launch(dev, "eig", _key(ct), [_ptr(work), _ptr(w),
-                                                      _ptr(v if vectors else work),
-                                                      _ptr(flag), nb, n, int(vectors)], nb)
-            status = int(flag.get()[0])  # the one read of the call
-            if status == 2:
-                raise LinAlgError(f"Array must not contain infs or NaNs: linalg."
-                                  f"{'eig' if vectors else 'eigvals'}() refuses them, as "
-                                  f"NumPy; check the input, e.g. with ga.isfinite")
-            if status:
-                raise LinAlgError(f"Eigenvalues did not converge: linalg."
-                                  f"{'eig' if vectors else 'eigvals'}() ran out of QR "
-                                  f"iterations ({30 * n} for a {n} x {n} matrix)")
+            _launch_checked(dev, "eig", ct, [_ptr(work), _ptr(w), _ptr(v if vectors else work),
+                                             _FLAG, nb, n, int(vectors)], nb, refusal)
     except BaseException:
         _free(w, v)
         raise
     finally:
-        _free(work, flag)
+        _free(work)
     return w, v
 
 
