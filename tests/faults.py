@@ -46,10 +46,9 @@ seen.  ``capacity`` only counts allocations made through the wrapper.
 
 from __future__ import annotations
 
-import gc
-
 import collections
 import contextlib
+import gc
 import threading
 from collections.abc import Iterator
 

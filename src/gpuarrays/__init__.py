@@ -110,10 +110,6 @@ from ._memory.stats import (
 from ._memory.storage import Storage
 from .backends.base import PointerInfo
 
-_CREATION_AND_MANIPULATION = [
-    "eye", "linspace", "meshgrid", "tril", "triu", "broadcast_arrays", "broadcast_shapes",
-    "concat", "concatenate", "flip", "permute_dims", "repeat", "roll", "squeeze", "stack",
-    "tile", "transpose", "unstack"]
 # --- end creation and manipulation ---
 
 __version__ = "0.1.0"
@@ -137,7 +133,11 @@ __all__ += [n for n in _compute_names if not n.startswith("_") and n != "install
 # reductions, statistics, scans and searching (docs/reductions.md)
 __all__ += ["sum", "prod", "min", "max", "mean", "var", "std", "cumulative_sum",
             "cumulative_prod", "all", "any", "diff", "argmax", "argmin", "count_nonzero"]
-__all__ += _CREATION_AND_MANIPULATION  # creation and manipulation (docs/manipulation.md)
+# creation and manipulation (docs/manipulation.md)
+__all__ += [
+    "eye", "linspace", "meshgrid", "tril", "triu", "broadcast_arrays", "broadcast_shapes",
+    "concat", "concatenate", "flip", "permute_dims", "repeat", "roll", "squeeze", "stack",
+    "tile", "transpose", "unstack"]
 
 # linear algebra (docs/linalg.md)
 __all__ += ["matmul", "matrix_transpose", "tensordot", "vecdot"]

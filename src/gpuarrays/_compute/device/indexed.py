@@ -193,19 +193,19 @@ def repeat(out, x, positions, ax: int) -> None:
     dev = out._storage.device
     raw = x._raw()
     S = x._shape[ax]
-    O, I = 1, 1
+    outer, inner = 1, 1
     for e in x._shape[:ax]:
-        O *= e
+        outer *= e
     for e in x._shape[ax + 1:]:
-        I *= e
+        inner *= e
     so = _one_stride(x._shape[:ax], x._strides[:ax])
     si = _one_stride(x._shape[ax + 1:], x._strides[ax + 1:])
     from .launcher import aligned
 
     spec = RepeatSpec(dev.backend, key_of(raw.dtype), aligned(raw.ptr, raw.strides, raw.dtype))
     kern = red.compiled(dev, spec, repeat_program, _kernels, _lock)
-    n = O * S * I
-    _launch(kern, [out._raw().ptr, raw.ptr, positions._raw().ptr, n, S, I, out._shape[ax],
+    n = outer * S * inner
+    _launch(kern, [out._raw().ptr, raw.ptr, positions._raw().ptr, n, S, inner, out._shape[ax],
                    so, x._strides[ax], si], n)
 
 

@@ -18,7 +18,6 @@ measurements behind it.
 from __future__ import annotations
 
 import dataclasses
-
 import threading
 from collections.abc import Sequence
 from itertools import product

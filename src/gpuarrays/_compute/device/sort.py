@@ -194,7 +194,7 @@ def _row_offsets() -> str:
 
 def _sort_kernel(d, spec: SortSpec, name: str) -> tuple[str, list[str]]:
     g = d.glob
-    W, IT = spec.width, f"u{8 * spec.index}"
+    IT = f"u{8 * spec.index}"
     glo = red._IDS[spec.dialect][2]
     params = [("ptr", f"{g}const u8 *px"), ("ptr", f"{g}u8 *pz"), ("ptr", f"{g}u8 *pv"),
               ("ptr", f"{g}u8 *va"), ("ptr", f"{g}u8 *ia"), ("ptr", f"{g}u8 *vb"),
@@ -209,23 +209,23 @@ def _sort_kernel(d, spec: SortSpec, name: str) -> tuple[str, list[str]]:
     # NVRTC unrolls the 256-counter loops fully (12-17 s per program); a loop is cheaper
     once = "\n#pragma unroll 1\n        " if spec.dialect == "cuda" else ""
     V = f"({g}VT *)"
-    I = f"({g}{IT} *)"
+    IP = f"({g}{IT} *)"
     # load element j of the source: from x (any strides) or from buffer a
     load = (f"(src_x ? *({g}const VT *)(px + kx + (j) * sx) : ({V}va)[row + (j)])")
-    lidx = f"(src_x ? ({IT})(j) : ({I}ia)[row + (j)])"
+    lidx = f"(src_x ? ({IT})(j) : ({IP}ia)[row + (j)])"
     # where the element goes: the result (value or index), or buffer b
     put = (f"if (dst_z) {{\n"
            f"                if (with_index) *({g}i64 *)(pz + kz + p_ * sz) = (i64)ix;\n"
            f"                else *({g}VT *)(pz + kz + p_ * sz) = v;\n"
            f"                if (with_index == 2) ({V}pv)[row + p_] = v;\n"
-           f"            }} else {{ ({V}vb)[row + p_] = v; if (with_index) ({I}ib)[row + p_] = ix; }}")
+           f"            }} else {{ ({V}vb)[row + p_] = v; if (with_index) ({IP}ib)[row + p_] = ix; }}")
     body = f"""{d.kernel} void {name}({", ".join(p for _, p in params)}) {{
     i64 t = {glo};
     if (mode == 2) {{  /* one row per work-item: insertion sort of runs, then merges */
         if (t >= n_rows) return;
         i64 o = t, row = t * n;
         {_row_offsets()}
-        {g}VT *sv = {V}va; {g}{IT} *si = {I}ia; {g}VT *dv = {V}vb; {g}{IT} *di = {I}ib;
+        {g}VT *sv = {V}va; {g}{IT} *si = {IP}ia; {g}VT *dv = {V}vb; {g}{IT} *di = {IP}ib;
         for (i64 j = 0; j < n; ++j) {{
             VT v = *({g}const VT *)(px + kx + j * sx);
             i64 k = j;
