@@ -41,6 +41,7 @@ from ..backends._kernels import collapse, word
 from . import compaction, cpu_engine
 from .device.launcher import aligned
 from .dispatch import apply
+from .manipulation import normalize_axis
 from .promotion import SCALAR_TYPES
 from .table import OPS
 
@@ -541,17 +542,6 @@ def _index_array(x, indices, fn: str):
     return indices
 
 
-def _axis(fn: str, axis, ndim: int) -> int:
-    try:
-        k = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{fn}(): axis must be an int, got {axis!r}") from None
-    if not -ndim <= k < ndim:
-        raise np.exceptions.AxisError(f"{fn}(): axis {k} is out of bounds for an array of "
-                                      f"dimension {ndim} (use -{ndim} to {ndim - 1})")
-    return k % ndim
-
-
 def _check_x(fn: str, x) -> None:
     if not isinstance(x, ArrayBase):
         raise TypeError(f"{fn}() takes a gpuarrays array, got {type(x).__name__}; convert it "
@@ -579,7 +569,7 @@ def take(x, indices, /, *, axis=None):
         axis = 0
     if x.ndim == 0:
         raise ValueError("take() needs an array with at least one dimension, got a 0-d array")
-    ax = _axis("take", axis, x.ndim)
+    ax = normalize_axis("take", axis, x.ndim)
     return getitem(x, (slice(None),) * ax + (indices,))
 
 
@@ -594,7 +584,7 @@ def take_along_axis(x, indices, /, *, axis=-1):
     if indices.ndim != x.ndim:
         raise ValueError(f"take_along_axis(): indices and x must have the same number of "
                          f"dimensions, got {indices.ndim} and {x.ndim}")
-    ax = _axis("take_along_axis", axis, x.ndim)
+    ax = normalize_axis("take_along_axis", axis, x.ndim)
     xs, js = list(x._shape), list(indices.shape)
     xs[ax] = js[ax] = 1
     try:

@@ -61,8 +61,9 @@ def _arrays(name: str, arrays) -> list:
     return out
 
 
-def _axis(name: str, axis, ndim: int) -> int:
-    """One axis in ``[-ndim, ndim)`` as a non-negative int (``AxisError``, ``TypeError``)."""
+def normalize_axis(name: str, axis, ndim: int) -> int:
+    """One axis in ``[-ndim, ndim)`` as a non-negative int (``AxisError``, ``TypeError``);
+    ``name`` starts the messages.  The one check of a single axis argument."""
     if isinstance(axis, (bool, np.bool_)):
         raise TypeError(f"{name}(): axis must be an int, got {axis!r}")
     try:
@@ -79,7 +80,7 @@ def _axis(name: str, axis, ndim: int) -> int:
 def _axes(name: str, axis, ndim: int) -> tuple[int, ...]:
     """An int or a tuple of ints as distinct non-negative axes, in the order given."""
     items = axis if isinstance(axis, tuple) else (axis,)
-    out = tuple(_axis(name, a, ndim) for a in items)
+    out = tuple(normalize_axis(name, a, ndim) for a in items)
     if len(set(out)) != len(out):
         raise ValueError(f"{name}(): axis {axis!r} repeats an axis; name each axis once")
     return out
@@ -259,7 +260,7 @@ def concat(arrays, /, *, axis=0):
     if ndim == 0:
         raise ValueError("concat(): 0-d arrays cannot be joined along an axis; pass "
                          "axis=None (flatten) or use stack()")
-    ax = _axis("concat", axis, ndim)
+    ax = normalize_axis("concat", axis, ndim)
     first = xs[0]._shape
     for a in xs[1:]:
         if a.ndim != ndim or any(a._shape[k] != first[k] for k in range(ndim) if k != ax):
@@ -303,7 +304,7 @@ def stack(arrays, /, *, axis=0):
         if a._shape != shape:
             raise ValueError(f"stack(): all arrays must have the same shape; got {shape} "
                              f"and {a._shape}")
-    ax = _axis("stack", axis, len(shape) + 1)
+    ax = normalize_axis("stack", axis, len(shape) + 1)
     dt = _result_dtype(xs)
     out_shape = shape[:ax] + (len(xs),) + shape[ax:]
     out = new_array(out_shape, dt, xs[0]._storage.device, _kind(xs))
@@ -324,7 +325,7 @@ def unstack(x, /, *, axis=0):
     if x.ndim == 0:
         raise ValueError("unstack() needs an array with at least one dimension, got a 0-d "
                          "array")
-    ax = _axis("unstack", axis, x.ndim)
+    ax = normalize_axis("unstack", axis, x.ndim)
     shape = x._shape[:ax] + x._shape[ax + 1:]
     strides = x._strides[:ax] + x._strides[ax + 1:]
     step = x._strides[ax]
@@ -483,7 +484,7 @@ def roll(x, /, shift, *, axis=None):
             raise
         return out
     axes_in = axis if isinstance(axis, tuple) else (axis,)
-    axes = tuple(_axis("roll", a, x.ndim) for a in axes_in)
+    axes = tuple(normalize_axis("roll", a, x.ndim) for a in axes_in)
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     if len(shifts) != len(axes):
@@ -549,7 +550,7 @@ def repeat(x, repeats, /, *, axis=None):
     if axis is None:
         vshape, vstrides = x._shape + (r,), x._strides + (0,)
         return _fill_repeated(x, (x.size * r,), vshape, vstrides)
-    ax = _axis("repeat", axis, x.ndim)
+    ax = normalize_axis("repeat", axis, x.ndim)
     vshape = x._shape[:ax + 1] + (r,) + x._shape[ax + 1:]
     vstrides = x._strides[:ax + 1] + (0,) + x._strides[ax + 1:]
     out_shape = x._shape[:ax] + (x._shape[ax] * r,) + x._shape[ax + 1:]
@@ -573,7 +574,7 @@ def _repeat_array(x, repeats, axis):
         ax, src = 0, None
         n = x.size
     else:
-        ax = _axis("repeat", axis, x.ndim)
+        ax = normalize_axis("repeat", axis, x.ndim)
         n = x._shape[ax]
         src = x
     if reps._shape not in ((), (1,), (n,)):

@@ -24,6 +24,7 @@ from .._compute import cpu_engine
 from .._compute.device import fft as device_fft
 from .._compute.dtypes import astype
 from .._compute.linalg import check_arrays
+from .._compute.manipulation import normalize_axis
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -69,23 +70,12 @@ def _length(name: str, n, what: str = "n") -> int:
     return k
 
 
-def _axis(name: str, axis, ndim: int) -> int:
-    try:
-        k = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"fft.{name}(): axis must be an int, got {axis!r}") from None
-    if not -ndim <= k < ndim:
-        raise np.exceptions.AxisError(f"fft.{name}(): axis {k} is out of bounds for an array "
-                                      f"of dimension {ndim}")
-    return k % ndim
-
-
 def _axes_and_sizes(name: str, x, s, axes) -> tuple[list[int], list[int | None]]:
     nd = x.ndim
     if axes is None:
         axes = list(range(nd)) if s is None else list(range(nd - len(s), nd))
     else:
-        axes = [_axis(name, a, nd) for a in axes]
+        axes = [normalize_axis(f"fft.{name}", a, nd) for a in axes]
     if s is None:
         sizes: list[int | None] = [None] * len(axes)
     else:
@@ -122,7 +112,7 @@ def _one_axis(name: str, fn, x, n, axis, norm, *, real_in: bool, real_out: bool,
         _real_input(name, x)
     if x.ndim == 0:
         raise ValueError(f"fft.{name}() needs at least one dimension, got a 0-d array")
-    ax = _axis(name, axis, x.ndim)
+    ax = normalize_axis(f"fft.{name}", axis, x.ndim)
     m = x._shape[ax]
     size = None if n is None else _length(name, n)
     shape = list(x._shape)
@@ -341,7 +331,7 @@ def _shift(name: str, x, axes, sign: int):
         axes = (axes,)
     shifts = [0] * nd
     for a in axes:
-        k = _axis(name, a, nd)
+        k = normalize_axis(f"fft.{name}", a, nd)
         shifts[k] += sign * (x._shape[k] // 2)
     out = new_array(x._shape, x._dtype, dev, kind)
     try:
