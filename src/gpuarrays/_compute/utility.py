@@ -109,19 +109,30 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     cur = x if prepend is None and append is None else _joined(x, ax, prepend, append)
     if n == 0:
         return cur.copy() if cur is x else cur
+    def difference(cur):
+        op = OPS["not_equal" if cur._dtype == np.dtype(bool) else "subtract"]
+        hi = _along(cur.ndim, ax, slice(1, None))
+        lo = _along(cur.ndim, ax, slice(0, max(cur._shape[ax] - 1, 0)))
+        with cur[hi] as a1, cur[lo] as a0:
+            return apply(op, (a1, a0))
+
+    return run_chain(cur, [difference] * n, keep=x)
+
+
+def run_chain(x, steps, keep=None):
+    """Apply ``steps`` (callables from the current array to a new one) in turn, starting
+    from ``x``.  Each intermediate is freed once the next step has read it, and the current
+    one when a step raises; ``x`` itself, or ``keep`` when given, never is."""
+    keep = x if keep is None else keep
+    cur = x
     try:
-        for _ in range(n):
-            op = OPS["not_equal" if cur._dtype == np.dtype(bool) else "subtract"]
-            length = cur._shape[ax]
-            hi = _along(cur.ndim, ax, slice(1, None))
-            lo = _along(cur.ndim, ax, slice(0, max(length - 1, 0)))
-            with cur[hi] as a1, cur[lo] as a0:
-                nxt = apply(op, (a1, a0))
-            if cur is not x:
+        for step in steps:
+            nxt = step(cur)
+            if cur is not keep:
                 cur.free()
             cur = nxt
     except BaseException:
-        if cur is not x:
+        if cur is not keep:
             cur.free()
         raise
     return cur

@@ -25,6 +25,7 @@ from .._compute.device import fft as device_fft
 from .._compute.dtypes import astype
 from .._compute.linalg import check_arrays
 from .._compute.manipulation import normalize_axis
+from .._compute.utility import run_chain
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -270,26 +271,22 @@ def _device_many(name: str, x, axes: list[int], full: list[int], dt, dev, kind, 
         plan = [("ifft", a, v) for a, v in steps[:-1]] + [("irfft", *steps[-1])]
     if not plan:  # no axes: NumPy returns the input converted
         return astype(x, dt)
-    cur = x
-    try:
-        for k, (step, a, v) in enumerate(plan):
+    def one(step: str, a: int, v: int, out_dt: np.dtype):
+        def run(cur):
             shape = list(cur._shape)
             shape[a] = v // 2 + 1 if step == "rfft" else v
-            last = k == len(plan) - 1
-            nxt = new_array(tuple(shape), dt if last else _complex(dt), dev, kind)
+            nxt = new_array(tuple(shape), out_dt, dev, kind)
             try:
                 _device_step(step, cur, a, nxt, v, norm)
             except BaseException:
                 nxt.free()
                 raise
-            if cur is not x:
-                cur.free()
-            cur = nxt
-    except BaseException:
-        if cur is not x:
-            cur.free()
-        raise
-    return cur
+            return nxt
+        return run
+
+    last = len(plan) - 1
+    return run_chain(x, [one(step, a, v, dt if k == last else _complex(dt))
+                         for k, (step, a, v) in enumerate(plan)])
 
 
 # Every device ------------------------------------------------------------------------------
