@@ -11,7 +11,7 @@ _FLAGS = ["-O2", "-std=c11", "-Wall", "-Wno-missing-field-initializers"]
 _CORE = "src/native/core/"
 _CORE_SOURCES = [_CORE + name for name in (
     "lock.c", "storage.c", "array.c", "pool.c", "cache.c", "alloc.c", "gate.c",
-    "compute.c", "module.c")]
+    "compute.c", "launch.c", "module.c")]
 
 setup(
     ext_modules=[

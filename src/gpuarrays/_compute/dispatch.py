@@ -206,6 +206,21 @@ def _run_on_device(op: Op, dev, arg_dtypes: tuple, result, args: tuple, given: b
         tmp.free()
 
 
+def _compiled_launch(op: Op, dev, arg_dtypes: tuple, result, args: tuple):
+    """The ``_core.Launch`` of this layout (or None): what the device engine runs from C
+    for a fresh result and operands of its shape (src/native/core/launch.c)."""
+    if not _compiled_maker:
+        from .device.launcher import compiled
+        _compiled_maker.append(compiled)
+    inputs = [RawView(x._storage.ptr + x._offset, x._shape, x._strides, x._dtype)
+              if isinstance(x, ArrayBase) else np.asarray(x, dtype=adt)
+              for x, adt in zip(args, arg_dtypes, strict=True)]
+    return _compiled_maker[0](dev, op.name, result._raw(), inputs, arg_dtypes)
+
+
+_compiled_maker: list = []
+
+
 def _typer(op: Op):
     """What ``op``'s plan asks on a miss: ``(result dtype, int limits, device engine or None
     for the cpu engine, the device's gate)`` for operand dtypes / scalar types ``keys``."""
@@ -214,11 +229,13 @@ def _typer(op: Op):
         if typed is None:
             typed = _type_on(op, keys, dev)
         arg_dtypes, dt, limits = typed
-        # the device engine, called engine(result, args, given); None: the compiled cpu engine
+        # the device engine, called engine(result, args, given) (a _core.DeviceEngine also
+        # launches known layouts from C); None: the compiled cpu engine
         # (the bare ufunc), or the cpu engine in Python where the standard's special values
         # are not the ufunc's (cpu_engine.standard_fix)
         if dev.backend != "cpu":
-            engine = partial(_run_on_device, op, dev, arg_dtypes)
+            engine = _core.DeviceEngine(partial(_run_on_device, op, dev, arg_dtypes),
+                                        partial(_compiled_launch, op, dev, arg_dtypes))
         elif cpu_engine.standard_fix(op, dt):
             engine = partial(_run_cpu, op)
         else:

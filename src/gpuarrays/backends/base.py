@@ -142,6 +142,10 @@ class CompiledKernel(Protocol):
     the kernel runs with on its device (registers and local memory may make it
     smaller than the device's limit); a larger one raises ``ValueError`` rather
     than running groups of another size than the kernel was written for.
+
+    A back-end whose launches the compiled core can make without Python (OpenCL)
+    also offers ``compiled_handles()``: the arguments of ``_core.ClKernel``
+    (src/native/core/launch.c); the compute layer checks for it with ``getattr``.
     """
 
     max_local: int

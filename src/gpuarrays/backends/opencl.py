@@ -75,6 +75,7 @@ CL_DEVICE_SVM_COARSE_GRAIN_BUFFER = 1 << 0
 CL_DEVICE_SVM_FINE_GRAIN_BUFFER = 1 << 1
 CL_PROGRAM_BUILD_LOG = 0x1183
 CL_KERNEL_WORK_GROUP_SIZE = 0x11B0
+CL_KERNEL_PROGRAM = 0x1194
 CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 7
 
 _FILL_PATTERN_MAX = 128  # clEnqueueSVMMemFill's largest pattern
@@ -107,6 +108,7 @@ _SIGNATURES = {
     "clBuildProgram": (_int, [_vp, _uint, ctypes.POINTER(_vp), ctypes.c_char_p, _vp, _vp]),
     "clGetProgramBuildInfo": (_int, [_vp, _vp, _uint, _size, _vp, ctypes.POINTER(_size)]),
     "clCreateKernel": (_vp, [_vp, ctypes.c_char_p, ctypes.POINTER(_int)]),
+    "clGetKernelInfo": (_int, [_vp, _uint, _size, _vp, _vp]),
     "clReleaseKernel": (_int, [_vp]),
     "clReleaseProgram": (_int, [_vp]),
     "clGetKernelWorkGroupInfo": (_int, [_vp, _vp, _uint, _size, _vp, _vp]),
@@ -271,6 +273,18 @@ _ARG_CTYPES = {
 }
 
 
+# parameter types as the compiled core spells them (src/native/core/launch.c)
+_TYPE_CODES = {
+    "ptr": "p", "b1": "?", "i1": "b", "u1": "B", "i2": "h", "u2": "H", "i4": "i", "u4": "I",
+    "i8": "q", "u8": "Q", "f4": "f", "f8": "d",
+}
+
+
+def _address(fn) -> int:
+    """The address of a ctypes function (an OpenCL entry point)."""
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
 class _Kernel:
     """A generated kernel on one device (see ``KernelBackend`` in base.py).
 
@@ -283,11 +297,13 @@ class _Kernel:
 
     __slots__ = ("_backend", "_index", "_source", "_name", "_slots", "_refs", "_sizes",
                  "_skip", "_last", "_state", "_handle", "_lock", "_gsize", "_lsize", "_gref",
-                 "_lref", "_set_ptr", "_set_arg", "_enqueue", "_flush", "_max_local")
+                 "_lref", "_set_ptr", "_set_arg", "_enqueue", "_flush", "_max_local",
+                 "_params")
 
     def __init__(self, backend: OpenCLBackend, index: int, source: str, name: str,
                  params: tuple[str, ...]) -> None:  # fmt: skip
         self._backend, self._index, self._source, self._name = backend, index, source, name
+        self._params = params
         try:
             self._slots = [None if t == "ptr" else _ARG_CTYPES[t]() for t in params]
         except KeyError as exc:
@@ -320,6 +336,29 @@ class _Kernel:
     @property
     def max_local(self) -> int:
         return self._max_local
+
+    def compiled_handles(self) -> tuple:
+        """What the compiled core needs to enqueue this kernel without Python
+        (``_core.ClKernel``'s arguments, src/native/core/launch.c): a second ``cl_kernel``
+        of the same program, the queue, the addresses of ``clSetKernelArg``,
+        ``clSetKernelArgSVMPointer``, ``clEnqueueNDRangeKernel`` and ``clFlush`` (0: none),
+        the parameter types, and the device state with the back-end's state table and the
+        device index, by which the core sees a reset.
+
+        The second ``cl_kernel`` keeps its own argument values, so the core's launches and
+        this object's never overwrite each other's; the back-end makes it once per device
+        state and releases it at a reset.
+        """
+        if self._backend._states.get(self._index) is not self._state:
+            self._bind()
+        backend, state, lib = self._backend, self._state, self._backend._lib
+        handle = backend._second_kernel(self._index, state, self._source, self._name,
+                                        self._handle)
+        return (handle, state.q, _address(lib.clSetKernelArg),
+                _address(lib.clSetKernelArgSVMPointer), _address(self._enqueue),
+                0 if self._flush is None else _address(self._flush),
+                "".join(_TYPE_CODES[t] for t in self._params), state, backend._states,
+                self._index)
 
     def launch(self, values, global_size: int, local_size: int) -> None:
         if self._backend._states.get(self._index) is not self._state:
@@ -735,6 +774,25 @@ class OpenCLBackend(_kernels.DeviceOps):
                        f"clCreateKernel({name}) failed: {_code_name(err.value)}")
                 state.compute[(source, name)] = handle
         return state, handle
+
+    def _second_kernel(self, index: int, state: _DeviceState, source: str, name: str,
+                       handle: int) -> int:
+        """Another ``cl_kernel`` of ``handle``'s program (for the compiled launches), made
+        once per device state and released with the state at a reset."""
+        with state.lock:
+            key = (source, name, "compiled")
+            second = state.compute.get(key)
+            if second is None:
+                program = _vp(0)
+                _check("clGetKernelInfo", self._lib.clGetKernelInfo(
+                    handle, CL_KERNEL_PROGRAM, ctypes.sizeof(program), ctypes.byref(program),
+                    None))
+                err = _int(0)
+                second = self._lib.clCreateKernel(program, name.encode(), ctypes.byref(err))
+                _check("clCreateKernel", err.value,
+                       f"clCreateKernel({name}) failed: {_code_name(err.value)}")
+                state.compute[key] = second
+        return second
 
     # lifecycle ----------------------------------------------------------------
     def synchronize(self, index: int) -> None:

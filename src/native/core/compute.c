@@ -31,7 +31,12 @@
  * _array/hooks.py) go straight to apply() for arrays and Python scalars, and to
  * operators.py for any other operand.
  *
- * May call: alloc.c (ga_core_new_array), array.c (ga_array_free), gate.c.
+ * Device engines: a plan's typing on an OpenCL device holds a DeviceEngine
+ * (launch.c), which enqueues the kernel of a known layout from C; an `out` that
+ * overlaps an operand other than exactly, and every layout it has no compiled launch
+ * for, go to its Python engine.
+ *
+ * May call: alloc.c (ga_core_new_array), array.c (ga_array_free), gate.c, launch.c.
  */
 #include "core.h"
 
@@ -534,13 +539,22 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
         if (engine == Py_None) {
             rc = run_cpu(p, result, xs);
         } else {
-            PyObject *r = NULL, *args = operands_tuple(tuple, xs, n);
-            if (args != NULL)
-                r = PyObject_CallFunctionObjArgs(engine, (PyObject *)result, args,
-                                                 given ? Py_True : Py_False, NULL);
-            Py_XDECREF(args);
-            Py_XDECREF(r);
-            rc = r == NULL ? -1 : 0;
+            /* a compiled launch (launch.c) where it has one, else the Python engine */
+            PyObject *fn = engine;
+            rc = 1;
+            if (ga_device_engine_check(engine)) {
+                rc = ga_device_engine_run(engine, (PyObject *)result, xs, (int)n, tuple, given);
+                fn = ga_device_engine_fallback(engine);
+            }
+            if (rc == 1) {
+                PyObject *r = NULL, *args = operands_tuple(tuple, xs, n);
+                if (args != NULL)
+                    r = PyObject_CallFunctionObjArgs(fn, (PyObject *)result, args,
+                                                     given ? Py_True : Py_False, NULL);
+                Py_XDECREF(args);
+                Py_XDECREF(r);
+                rc = r == NULL ? -1 : 0;
+            }
         }
     }
     if (ga_gate_exit(gate) < 0)

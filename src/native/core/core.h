@@ -12,7 +12,8 @@
  *   new_array the allocation path of ga.empty: dispatch to the cache or the pool;
  *   Gate      the per-device usage gate's shared entry and exit;
  *   apply     the elementwise hot path: check, type (remembered), allocate, run the
- *             cpu engine (NumPy on remembered views) or call the device engine.
+ *             cpu engine (NumPy on remembered views) or call the device engine;
+ *   Launch    a generated kernel's enqueue on an OpenCL device, arguments and all.
  * Everything else -- the ladder, trim, statistics, resets, errors -- stays in
  * Python, in the subclasses (storage.Storage, array.GPUArray, pool.MemoryManager,
  * cache.AllocCache); the slow paths here call back into them.  The design is
@@ -29,7 +30,9 @@
  *                                                      storage.c, array.c, pool.c, cache.c
  *   gate.c     Gate: the usage gate's counters         nothing
  *   compute.c  apply(), Plan, host_view: the elementwise hot path
- *                                                      alloc.c, array.c, gate.c
+ *                                                      alloc.c, array.c, gate.c, launch.c
+ *   launch.c   ClKernel, Launch, DeviceEngine: generated kernels enqueued on OpenCL
+ *              devices from C                          nothing
  *   module.c   the module, configure(), init; defines the globals declared here
  * storage.c and pool.c/cache.c call each other on purpose: a storage gives its memory
  * back to its home, and a home makes its storages.
@@ -139,6 +142,9 @@ extern PyTypeObject ga_PoolType;    /* pool.c */
 extern PyTypeObject ga_CacheType;   /* cache.c */
 extern PyTypeObject ga_GateType;    /* gate.c */
 extern PyTypeObject ga_PlanType;    /* compute.c */
+extern PyTypeObject ga_ClKernelType; /* launch.c */
+extern PyTypeObject ga_LaunchType;   /* launch.c */
+extern PyTypeObject ga_DeviceEngineType; /* launch.c */
 
 /* ---------------------------------------------------------------- globals (module.c) */
 
@@ -309,6 +315,17 @@ PyObject *ga_core_apply(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames);
 PyObject *ga_core_host_view(PyObject *mod, PyObject *arg);
 int ga_compute_init(PyObject *m);
+
+/* ---------------------------------------------------------------- launch.c */
+
+/* Whether `engine` is a DeviceEngine; its Python engine (borrowed); its compiled run into
+ * result (`given`: the caller's output): 0 launched, 1 run the Python engine instead, -1
+ * error.  `tuple` holds xs, or is NULL. */
+int ga_device_engine_check(PyObject *engine);
+PyObject *ga_device_engine_fallback(PyObject *engine);
+int ga_device_engine_run(PyObject *engine, PyObject *result, PyObject *const *xs, int n,
+                         PyObject *tuple, int given);
+int ga_launch_init(PyObject *m);
 
 /* ---------------------------------------------------------------- alloc.c */
 

@@ -211,7 +211,7 @@ PyMODINIT_FUNC PyInit__core(void)
                                                                 (PyObject *)types[i]) < 0)
             goto fail;
     }
-    if (ga_gate_init() < 0 || ga_compute_init(m) < 0)
+    if (ga_gate_init() < 0 || ga_compute_init(m) < 0 || ga_launch_init(m) < 0)
         goto fail;
     ga_state = PyObject_New(StateObject, &ga_StateType);
     if (ga_state == NULL)

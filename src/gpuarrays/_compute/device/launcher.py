@@ -24,13 +24,14 @@ from itertools import product
 
 import numpy as np
 
+from ... import _core
 from ...backends._kernels import collapse, launch_shape
 from ...backends.base import RawView
 from . import diskcache
 from .expressions import NIN
 from .generator import Operand, Signature, kernel_name, key_of, params, source
 
-__all__ = ["elementwise", "describe", "launch_shape", "clear", "KERNEL_DIMS", "INDEX32_LIMIT"]
+__all__ = ["elementwise", "compiled", "describe", "launch_shape", "clear", "KERNEL_DIMS", "INDEX32_LIMIT"]
 
 KERNEL_DIMS = 8
 """Most collapsed dimensions a kernel takes (its layout travels by value; OpenCL
@@ -90,6 +91,7 @@ def clear() -> None:
     with _lock:
         _plans.clear()
         _kernels.clear()
+        _cl_kernels.clear()
 
 
 def aligned(ptr: int, strides, dtype: np.dtype) -> bool:
@@ -222,6 +224,11 @@ def elementwise(device, op: str, out: RawView, inputs: Sequence[RawView | np.nda
     ``ValueError`` for an operation or dtype no kernel handles,
     ``gpuarrays.BackendError`` if the platform fails.
     """
+    _plan_of(device, op, out, inputs, arg_dtypes)(out, inputs)
+
+
+def _plan_of(device, op: str, out: RawView, inputs: Sequence, arg_dtypes) -> _Plan:
+    """The plan of this layout, made on first use."""
     # (the back-end object and index rather than the Device: its hash is a Python call)
     desc = [device.impl, device.index, op, out.dtype, out.shape, out.strides, out.ptr & 15]
     for x in inputs:
@@ -238,4 +245,40 @@ def elementwise(device, op: str, out: RawView, inputs: Sequence[RawView | np.nda
             if len(_plans) >= _MAX_PLANS:  # many one-off layouts: start over
                 _plans.clear()
             _plans[key] = plan
-    plan(out, inputs)
+    return plan
+
+
+_cl_kernels: dict = {}  # back-end kernel -> its _core.ClKernel (made again after a reset)
+
+
+def compiled(device, op: str, out: RawView, inputs: Sequence[RawView | np.ndarray],
+             arg_dtypes: Sequence[np.dtype]):
+    """A ``_core.Launch`` that runs :func:`elementwise` for this layout from C, or None.
+
+    None where the back-end's kernels cannot be launched from C (only OpenCL's can:
+    ``compiled_handles``), for an empty result, and for layouts of more than
+    :data:`KERNEL_DIMS` dimensions (their leading axes loop on the host).  The launch
+    takes the addresses of the result and of the array operands and the values of the
+    scalar operands at each call (src/native/core/launch.c); everything else is this
+    layout's plan.
+    """
+    plan = _plan_of(device, op, out, inputs, arg_dtypes)
+    handles = getattr(plan.kernel, "compiled_handles", None)
+    if plan.empty or plan.outer is not None or handles is None:
+        return None
+    sources: list[tuple] = [(0, None)]
+    for k, kind in enumerate(plan.scalars):
+        if kind is None:
+            sources.append((1, k))
+        else:
+            sources.append((2, k))
+            if kind == "c":
+                sources.append((3, k))
+    sources += [(4, v) for v in plan.tail]
+    # one ClKernel per cl_kernel: it remembers the argument values it set, so a second one
+    # for the same cl_kernel (two threads making it at once) would skip values it did not set
+    with _lock:
+        cl_kernel = _cl_kernels.get(plan.kernel)
+        if cl_kernel is None or cl_kernel.stale():
+            cl_kernel = _cl_kernels[plan.kernel] = _core.ClKernel(*handles())
+    return _core.Launch(cl_kernel, plan.gsize, plan.lsize, tuple(sources))

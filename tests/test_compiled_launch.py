@@ -1,0 +1,192 @@
+"""Elementwise kernels enqueued from C (src/native/core/launch.c, docs/kernels.md "The host path").
+
+On an OpenCL device, ``_core.apply`` launches a known layout's kernel itself: the
+arguments that changed are set on a ``cl_kernel`` of its own and the kernel is
+enqueued without Python.  These tests pin that the compiled launches run (counted by
+``_core.launches()``), give the Python engine's values bit for bit for every kind of
+operand (arrays, bool/int/float/complex scalars, signed zeros and NaN, ints at the
+edges of their dtype, ints too large for a float to take exactly), keep working
+across device resets and alternating layouts, and never disturb the Python kernel
+object's own arguments.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import gpuarrays as ga
+from gpuarrays import _core
+from gpuarrays._compute import dispatch
+from gpuarrays._compute.table import OPS
+
+pytestmark = pytest.mark.skipif(
+    not any(d.backend == "opencl" for d in ga.devices()), reason="needs an OpenCL device (PoCL)")
+
+
+@pytest.fixture
+def cl_device():
+    dev = ga.get_device("opencl:0")
+    yield dev
+    dev.memory.apply_pending()
+
+
+def _bits(x) -> bytes:
+    return x.get().tobytes()
+
+
+def _python_engine(op, args):
+    """The same operation through the Python engine (dispatch.apply_slow)."""
+    return dispatch.apply_slow(OPS[op], args)
+
+
+def test_a_known_layout_is_launched_from_c(cl_device):
+    a = ga.asarray(np.arange(1000, dtype=np.float32), device=cl_device)
+    b = ga.asarray(np.ones(1000, np.float32), device=cl_device)
+    c = a + b  # the first call of the layout may ask Python for its launch
+    before = _core.launches()
+    for _ in range(5):
+        c = a + b
+    assert _core.launches() - before == 5
+    np.testing.assert_array_equal(c.get(), np.arange(1000, dtype=np.float32) + 1)
+
+
+_SCALARS = [
+    ("add", np.float32, 2.5), ("multiply", np.float32, -0.0), ("add", np.float32, float("nan")),
+    ("add", np.float32, True), ("multiply", np.float32, 3), ("add", np.float32, 2**60),
+    ("add", np.float64, 2**53 + 1), ("add", np.float64, 1e300), ("multiply", np.complex64, 1 - 2j),
+    ("add", np.complex128, 0.5), ("add", np.int8, -128), ("add", np.int8, 127),
+    ("add", np.uint8, 255), ("add", np.uint64, 2**64 - 1), ("add", np.int64, -(2**63)),
+    ("bitwise_xor", np.uint32, 0xDEADBEEF), ("logical_and", np.bool_, True),
+    ("greater", np.float32, 0), ("copysign", np.float32, -0.0), ("atan2", np.float64, -1),
+]
+
+
+@pytest.mark.parametrize("op,dtype,scalar", _SCALARS,
+                         ids=[f"{o}-{np.dtype(d).name}-{s!r}" for o, d, s in _SCALARS])
+def test_scalars_reach_the_kernel_as_the_python_engine_passes_them(cl_device, op, dtype, scalar):
+    rng = np.random.default_rng(3)
+    host = rng.standard_normal(257) * 100
+    if np.dtype(dtype).kind == "c":
+        host = host + 1j * rng.standard_normal(257)
+    host = host.astype(dtype)
+    a = ga.asarray(host, device=cl_device)
+    for args in ((a, scalar), (scalar, a)):
+        fast = dispatch.apply(OPS[op], args)
+        fast = dispatch.apply(OPS[op], args)  # the layout's launch is known now
+        assert _bits(fast) == _bits(_python_engine(op, args))
+
+
+def test_alternating_layouts_and_operands_keep_their_own_arguments(cl_device):
+    """Several layouts of one typing (contiguous, strided, reversed, offset by one element:
+    another alignment) one after the other, with the Python kernel object launching the
+    same kernel in between: every result is the Python engine's."""
+    x = np.arange(64, dtype=np.float32)
+    base = ga.asarray(x, device=cl_device)
+    views = [base, base[::2], base[::-1], base[1:], base[::-2], base[3:60:3]]
+    for _ in range(3):
+        for v in views:
+            got = ga.exp(v)
+            want = _python_engine("exp", (v,))
+            assert _bits(got) == _bits(want)
+            assert _bits(v * 3.0) == _bits(_python_engine("multiply", (v, 3.0)))
+
+
+def test_launches_survive_a_device_reset(cl_device):
+    x = np.linspace(-3, 3, 101, dtype=np.float32)
+    a = ga.asarray(x, device=cl_device)
+    first = ga.exp(a)
+    first = ga.exp(a)
+    ga.device_reset(cl_device)
+    a = ga.asarray(x, device=cl_device)
+    before = _core.launches()
+    again = [ga.exp(a) for _ in range(3)]
+    assert _core.launches() - before >= 2  # a stale launch is made again, then runs from C
+    want = _python_engine("exp", (a,))
+    for g in again:
+        assert _bits(g) == _bits(want)
+    del first
+
+
+def test_threads_launching_the_same_kernel_get_their_own_values(cl_device):
+    """Argument setting and enqueueing happen under the GIL without Python in between, and
+    a cl_kernel has one ClKernel (which remembers the values it set), even when threads
+    make their first launches of it at once: threads adding different scalars to arrays of
+    different shapes never see each other's values."""
+    from gpuarrays._compute.device import launcher
+
+    arrays = [ga.asarray(np.full(509 + k, k, np.float32), device=cl_device) for k in range(6)]
+    launcher._cl_kernels.clear()  # every thread's first call makes its launch
+    dispatch.PLANS[OPS["add"]].forget()
+    start = threading.Barrier(len(arrays))
+    errors = []
+
+    def work(k: int) -> None:
+        try:
+            start.wait()
+            for i in range(60):
+                r = arrays[k] + float(i)
+                np.testing.assert_array_equal(r.get(), np.full(509 + k, k + i, np.float32))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(len(arrays))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[0]
+
+
+def test_given_outputs_apart_or_exact_are_launched_from_c(cl_device):
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = ga.asarray(host, device=cl_device)
+    z = ga.empty((3, 4), np.float32, device=cl_device)
+    for _ in range(2):  # the second round runs the known layouts from C
+        before = _core.launches()
+        a += 1  # the output is exactly the operand
+        dispatch.apply(OPS["multiply"], (a, 2), z)  # an output in other memory
+        assert _core.launches() - before == 2
+    host += 2
+    np.testing.assert_array_equal(a.get(), host)
+    np.testing.assert_array_equal(z.get(), host * 2)
+
+
+def test_overlapping_outputs_and_broadcasting_go_through_the_python_engine(cl_device):
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = ga.asarray(host, device=cl_device)
+    row = ga.asarray(np.arange(4, dtype=np.float32), device=cl_device)
+    flat = ga.asarray(np.arange(9, dtype=np.float32), device=cl_device)
+    for _ in range(2):
+        before = _core.launches()
+        r = a + row  # broadcasting: the Python dispatch
+        flat[1:] += flat[:-1]  # overlapping, not exactly: NumPy's values need a temporary
+        assert _core.launches() == before
+    np.testing.assert_array_equal(r.get(), host + np.arange(4))
+    want = np.arange(9, dtype=np.float32)
+    for _ in range(2):
+        want[1:] += want[:-1].copy()
+    np.testing.assert_array_equal(flat.get(), want)
+
+
+def test_a_launch_refuses_sources_that_do_not_fit_its_kernel(cl_device):
+    """The constructor checks what apply() relies on: one source per parameter, addresses
+    only for address parameters, a global size that is a multiple of the local size."""
+    a = ga.asarray(np.ones(256, np.float32), device=cl_device)
+    a + a
+    from gpuarrays._compute.device import launcher
+    kernel = next(k for k in launcher._cl_kernels.values() if not k.stale())
+    with pytest.raises(ValueError, match="sources for a kernel"):
+        _core.Launch(kernel, 256, 256, ((0, None),))
+    with pytest.raises(ValueError, match="multiple of the local size"):
+        _core.Launch(kernel, 300, 256, ((0, None),))
+    with pytest.raises(TypeError):
+        _core.Launch(object(), 256, 256, ())
