@@ -160,21 +160,58 @@ def test_given_outputs_apart_or_exact_are_launched_from_c(cl_device):
     np.testing.assert_array_equal(z.get(), host * 2)
 
 
-def test_overlapping_outputs_and_broadcasting_go_through_the_python_engine(cl_device):
-    host = np.arange(12, dtype=np.float32).reshape(3, 4)
-    a = ga.asarray(host, device=cl_device)
-    row = ga.asarray(np.arange(4, dtype=np.float32), device=cl_device)
-    flat = ga.asarray(np.arange(9, dtype=np.float32), device=cl_device)
+def test_broadcast_operands_are_launched_from_c(cl_device):
+    """Operands of other shapes (a row, a 0-d array, a column view) broadcast to the result
+    in the kernel: no copy and no Python, and an exact broadcasting output too."""
+    rng = np.random.default_rng(4)
+    host = rng.standard_normal((5, 6)).astype(np.float32)
+    x = ga.asarray(host, device=cl_device)
+    m = ga.mean(x, axis=0)
+    s = ga.sum(x)
+    col = x[:, :1]
     for _ in range(2):
         before = _core.launches()
-        r = a + row  # broadcasting: the Python dispatch
-        flat[1:] += flat[:-1]  # overlapping, not exactly: NumPy's values need a temporary
+        centred = x - m
+        scaled = s * x
+        spread = col + m
+        assert _core.launches() - before == 3
+    np.testing.assert_allclose(centred.get(), host - m.get(), rtol=1e-6)
+    np.testing.assert_allclose(scaled.get(), s.get() * host, rtol=1e-6)
+    np.testing.assert_allclose(spread.get(), host[:, :1] + m.get(), rtol=1e-6)
+    assert _bits(centred) == _bits(_python_engine("subtract", (x, m)))
+    x += m  # a given output the row broadcasts into
+    np.testing.assert_allclose(x.get(), host + m.get(), rtol=1e-6)
+
+
+def test_overlapping_outputs_go_through_the_python_engine(cl_device):
+    """An output that overlaps an operand other than exactly needs the Python engine's
+    temporary for NumPy's values; so does an operand of the output's own memory that
+    broadcasts into it."""
+    flat = ga.asarray(np.arange(9, dtype=np.float32), device=cl_device)
+    grid = ga.asarray(np.arange(12, dtype=np.float32).reshape(3, 4), device=cl_device)
+    for _ in range(2):
+        before = _core.launches()
+        flat[1:] += flat[:-1]
+        grid += grid[0]
         assert _core.launches() == before
-    np.testing.assert_array_equal(r.get(), host + np.arange(4))
     want = np.arange(9, dtype=np.float32)
+    wgrid = np.arange(12, dtype=np.float32).reshape(3, 4)
     for _ in range(2):
         want[1:] += want[:-1].copy()
+        wgrid += wgrid[0].copy()
     np.testing.assert_array_equal(flat.get(), want)
+    np.testing.assert_array_equal(grid.get(), wgrid)
+
+
+def test_shapes_that_do_not_broadcast_are_refused_before_allocating(device, used):
+    a = ga.ones((3, 4), np.float32, device=device)
+    b = ga.ones((3,), np.float32, device=device)
+    before = used()
+    with pytest.raises(ValueError, match="could not be broadcast together"):
+        a + b
+    with pytest.raises(ValueError, match="broadcast to"):
+        a += ga.ones((2, 3, 4), np.float32, device=device)
+    assert used() == before  # (the operand made for the second case is gone too)
 
 
 def test_a_launch_refuses_sources_that_do_not_fit_its_kernel(cl_device):

@@ -208,12 +208,14 @@ def _run_on_device(op: Op, dev, arg_dtypes: tuple, result, args: tuple, given: b
 
 def _compiled_launch(op: Op, dev, arg_dtypes: tuple, result, args: tuple):
     """The ``_core.Launch`` of this layout (or None): what the device engine runs from C
-    for a fresh result and operands of its shape (src/native/core/launch.c)."""
+    (src/native/core/launch.c); array operands broadcast to the result's shape."""
     if not _compiled_maker:
         from .device.launcher import compiled
         _compiled_maker.append(compiled)
-    inputs = [RawView(x._storage.ptr + x._offset, x._shape, x._strides, x._dtype)
-              if isinstance(x, ArrayBase) else np.asarray(x, dtype=adt)
+    shape = result._shape
+    inputs = [np.asarray(x, dtype=adt) if not isinstance(x, ArrayBase)
+              else RawView(x._storage.ptr + x._offset, shape, x._strides if x._shape == shape
+                           else broadcast_strides(x._shape, x._strides, shape), x._dtype)
               for x, adt in zip(args, arg_dtypes, strict=True)]
     return _compiled_maker[0](dev, op.name, result._raw(), inputs, arg_dtypes)
 

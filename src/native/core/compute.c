@@ -7,11 +7,12 @@
  * dispatch (dispatch.apply_slow), which checks and raises: so every refusal, and
  * its message, is the Python path's, and the fast path only has to recognise
  * what it may run.  The fast path takes operands that are live gpuarrays arrays
- * of one shape on one device (by identity) and Python bool/int/float/complex
- * scalars, and an `out` that is live, writeable, on that device, of that shape
- * and of exactly the result dtype.  Anything else -- broadcasting, NumPy
- * scalars, other devices, a freed array, an int the limits refuse, an
- * unexpected dtype -- goes to the slow path before anything is allocated.
+ * on one device (by identity) whose shapes broadcast, and Python
+ * bool/int/float/complex scalars, and an `out` that is live, writeable, on that
+ * device, of the broadcast shape and of exactly the result dtype.  Anything else
+ * -- shapes that do not broadcast, NumPy scalars, other devices, a freed array,
+ * an int the limits refuse, an unexpected dtype -- goes to the slow path before
+ * anything is allocated.
  *
  * A plan remembers, per (device, operand dtypes or scalar types), what its typer
  * (Python: promotion and the device's dtype checks) answered: the result dtype,
@@ -457,6 +458,59 @@ static PyObject *apply(PyObject *mod, PyObject *op, PyObject *tuple, PyObject *c
     return r;
 }
 
+/* The shape the operands' shapes broadcast to: a new reference (one of theirs when it is
+ * one of theirs), or NULL with no error set when they do not broadcast (the slow path
+ * raises) or hold something odd. */
+static PyObject *broadcast_shape(ArrayObject *const *arrays, int n)
+{
+    Py_ssize_t ndim = 0;
+    for (int i = 0; i < n; i++)
+        if (PyTuple_GET_SIZE(arrays[i]->shape) > ndim)
+            ndim = PyTuple_GET_SIZE(arrays[i]->shape);
+    if (ndim > 64)
+        return NULL;
+    Py_ssize_t dims[64];
+    for (Py_ssize_t d = 0; d < ndim; d++)
+        dims[d] = 1;
+    for (int i = 0; i < n; i++) {
+        PyObject *shape = arrays[i]->shape;
+        Py_ssize_t k = PyTuple_GET_SIZE(shape), lead = ndim - k;
+        for (Py_ssize_t d = 0; d < k; d++) {
+            Py_ssize_t e = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+            if (e < 0) {
+                PyErr_Clear();
+                return NULL;
+            }
+            if (e == dims[lead + d] || e == 1)
+                continue;
+            if (dims[lead + d] != 1)
+                return NULL;
+            dims[lead + d] = e;
+        }
+    }
+    for (int i = 0; i < n; i++) { /* most often the result has an operand's shape */
+        PyObject *shape = arrays[i]->shape;
+        if (PyTuple_GET_SIZE(shape) != ndim)
+            continue;
+        Py_ssize_t d = 0;
+        while (d < ndim && PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d)) == dims[d])
+            d++;
+        if (d == ndim)
+            return Py_NewRef(shape);
+    }
+    PyObject *shape = PyTuple_New(ndim);
+    for (Py_ssize_t d = 0; shape != NULL && d < ndim; d++) {
+        PyObject *e = PyLong_FromSsize_t(dims[d]);
+        if (e == NULL)
+            Py_CLEAR(shape);
+        else
+            PyTuple_SET_ITEM(shape, d, e);
+    }
+    if (shape == NULL)
+        PyErr_Clear();
+    return shape;
+}
+
 /* apply() with its plan (NULL: none, the Python path). */
 static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject *tuple,
                             PyObject *const *xs, Py_ssize_t n, PyObject *out)
@@ -464,8 +518,9 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     if (p == NULL || n != p->nin)
         goto slow;
     PyObject *keys[MAX_IN];
-    ArrayObject *first = NULL;
+    ArrayObject *first = NULL, *arrays[MAX_IN];
     PyObject *kind = NULL;
+    int narrays = 0, broadcast = 0;
     for (int i = 0; i < p->nin; i++) {
         PyObject *x = xs[i];
         if (is_array(x)) {
@@ -477,11 +532,14 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
                 first = a;
                 kind = st->kind;
             } else {
-                if (st->device != first->storage->device || !same_ints(a->shape, first->shape))
+                if (st->device != first->storage->device)
                     goto slow;
+                if (!broadcast && !same_ints(a->shape, first->shape))
+                    broadcast = 1;
                 if (kind != ga_str_device && !same_kind(kind, st->kind))
                     kind = ga_str_device;
             }
+            arrays[narrays++] = a;
             keys[i] = a->dtype;
         } else {
             PyTypeObject *t = Py_TYPE(x);
@@ -503,6 +561,9 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     if ((PyTuple_GET_SIZE(t->limits) && !within_limits(t->limits, xs))
             || (t->engine == Py_None && ga_errstate_var == NULL))
         goto slow; /* (no NumPy error state to set: the slow path silences errors itself) */
+    PyObject *shape = broadcast ? broadcast_shape(arrays, narrays) : Py_NewRef(first->shape);
+    if (shape == NULL)
+        goto slow; /* shapes that do not broadcast: the slow path raises */
     /* Own what the run needs: allocating may run Python, and another thread may then
      * replace this memo entry. */
     PyObject *dtype = Py_NewRef(t->dtype), *engine = Py_NewRef(t->engine),
@@ -514,14 +575,14 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
         if (!is_array(out) || result->freed
                 || result->storage->reason != Py_None || !ga_epoch_live(result->storage->epoch)
                 || !result->writeable || result->storage->device != device
-                || result->dtype != dtype || !same_ints(result->shape, first->shape)) {
+                || result->dtype != dtype || !same_ints(result->shape, shape)) {
             rc = 1;
             result = NULL;
             goto done;
         }
         Py_INCREF(result);
     } else {
-        PyObject *call[4] = {first->shape, dtype, device, kind};
+        PyObject *call[4] = {shape, dtype, device, kind};
         if ((result = (ArrayObject *)ga_core_new_array(mod, call, 4)) == NULL)
             goto done;
     }
@@ -560,6 +621,7 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     if (ga_gate_exit(gate) < 0)
         rc = -1;
 done:
+    Py_DECREF(shape);
     Py_DECREF(dtype);
     Py_DECREF(engine);
     Py_DECREF(gate);

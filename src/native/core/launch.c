@@ -18,7 +18,8 @@
  *                 strides).
  *   DeviceEngine  the engine a plan's typing holds for a device: the launches of
  *                 the last few layouts it met (shape, strides and address
- *                 alignment of the result and every array operand), the maker that
+ *                 alignment of the result and every array operand, which may
+ *                 broadcast), the maker that
  *                 answers a new layout (Python: a Launch, or None for a layout the
  *                 Python engine runs), and that Python engine (`fallback`).
  *
@@ -381,7 +382,8 @@ static int launch_run(LaunchObject *l, size_t out, const size_t *addr, PyObject 
 #define LAYOUTS 4 /* layouts an engine remembers, most recent first */
 
 typedef struct {
-    PyObject *shape;                     /* NULL: an empty entry */
+    PyObject *shape;                     /* the result's; NULL: an empty entry */
+    PyObject *shapes[MAX_OPERANDS];      /* each array operand's (broadcasting) */
     PyObject *strides[MAX_OPERANDS + 1]; /* the result's, then each array operand's */
     unsigned char align[MAX_OPERANDS + 1];
     int narrays;
@@ -396,14 +398,18 @@ typedef struct {
 
 static void layout_clear(Layout *y)
 {
-    PyObject *old[MAX_OPERANDS + 3] = {y->shape, y->launch};
+    PyObject *old[2 * MAX_OPERANDS + 3] = {y->shape, y->launch};
     for (int i = 0; i <= MAX_OPERANDS; i++) {
         old[2 + i] = y->strides[i];
         y->strides[i] = NULL;
     }
+    for (int i = 0; i < MAX_OPERANDS; i++) {
+        old[3 + MAX_OPERANDS + i] = y->shapes[i];
+        y->shapes[i] = NULL;
+    }
     y->shape = y->launch = NULL;
     y->narrays = 0;
-    for (int i = 0; i < MAX_OPERANDS + 3; i++)
+    for (int i = 0; i < 2 * MAX_OPERANDS + 3; i++)
         Py_XDECREF(old[i]);
 }
 
@@ -539,7 +545,8 @@ static int output_apart(ArrayObject *out, PyObject *const *xs, int n)
                 return 0;
             continue;
         }
-        if (x->dtype != out->dtype || !same_tuple(x->strides, out->strides))
+        if (x->dtype != out->dtype || !same_tuple(x->shape, out->shape)
+                || !same_tuple(x->strides, out->strides))
             return 0;
         int same = PyObject_RichCompareBool(x->offset, out->offset, Py_EQ);
         if (same != 1) {
@@ -550,8 +557,8 @@ static int output_apart(ArrayObject *out, PyObject *const *xs, int n)
     return 1;
 }
 
-/* Run op into `result` (of the operands' shape; `given`: the caller's output) from C if
- * this layout has a launch.  0: launched; 1: the caller runs the fallback; -1: error. */
+/* Run op into `result` (of the shape the operands broadcast to; `given`: the caller's
+ * output) from C if this layout has a launch.  0: launched; 1: the caller runs the fallback; -1: error. */
 int ga_device_engine_run(PyObject *engine, PyObject *result, PyObject *const *xs, int n,
                          PyObject *tuple, int given)
 {
@@ -583,7 +590,8 @@ int ga_device_engine_run(PyObject *engine, PyObject *result, PyObject *const *xs
                 continue;
             int j = 0;
             while (j < na && y->align[j] == (at[j] & 15)
-                   && same_tuple(y->strides[j], arrays[j]->strides))
+                   && same_tuple(y->strides[j], arrays[j]->strides)
+                   && (j == 0 || same_tuple(y->shapes[j - 1], arrays[j]->shape)))
                 j++;
             if (j == na) {
                 found = y;
@@ -614,6 +622,8 @@ int ga_device_engine_run(PyObject *engine, PyObject *result, PyObject *const *xs
             for (int j = 0; j <= MAX_OPERANDS; j++) {
                 found->strides[j] = j < na ? Py_NewRef(arrays[j]->strides) : NULL;
                 found->align[j] = j < na ? (unsigned char)(at[j] & 15) : 0;
+                if (j > 0)
+                    found->shapes[j - 1] = j < na ? Py_NewRef(arrays[j]->shape) : NULL;
             }
             found->narrays = na;
             found->launch = made;
