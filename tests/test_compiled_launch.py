@@ -12,6 +12,7 @@ object's own arguments.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 
@@ -227,3 +228,61 @@ def test_a_launch_refuses_sources_that_do_not_fit_its_kernel(cl_device):
         _core.Launch(kernel, 300, 256, ((0, None),))
     with pytest.raises(TypeError):
         _core.Launch(object(), 256, 256, ())
+
+
+_PROTOS = {  # the OpenCL entry points a ClKernel calls, by their place in compiled_handles()
+    "clSetKernelArg": (2, ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint32,
+                                           ctypes.c_size_t, ctypes.c_void_p)),
+    "clSetKernelArgSVMPointer": (3, ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
+                                                     ctypes.c_uint32, ctypes.c_void_p)),
+    "clEnqueueNDRangeKernel": (4, ctypes.CFUNCTYPE(
+        ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p)),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(_PROTOS))
+def test_an_opencl_error_in_a_compiled_launch_hands_the_call_to_the_python_engine(
+        cl_device, entry):
+    """A fault-injecting wrapper around the real entry point fails its first calls with
+    CL_OUT_OF_RESOURCES: those calls run in the Python engine (right values, nothing
+    counted as launched from C, nothing lost), and the next ones run from C again."""
+    from gpuarrays._compute.device import launcher
+
+    host = np.arange(300, dtype=np.float32)
+    a = ga.asarray(host, device=cl_device)
+    f4 = np.dtype(np.float32)
+    kernel = launcher._plan_of(cl_device, "add", a._raw(), [a._raw(), np.asarray(1, f4)],
+                               [f4, f4]).kernel
+    handles = list(kernel.compiled_handles())
+    place, proto = _PROTOS[entry]
+    real = proto(handles[place])
+    fails = [2]
+
+    def failing(*args):
+        if fails[0]:
+            fails[0] -= 1
+            return -5  # CL_OUT_OF_RESOURCES
+        return real(*args)
+
+    wrapper = proto(failing)
+    handles[place] = ctypes.cast(wrapper, ctypes.c_void_p).value
+    plans = list(dispatch.PLANS.values())
+    try:
+        for p in plans:
+            p.forget()
+        with launcher._lock:
+            launcher._cl_kernels[kernel] = _core.ClKernel(*handles)
+        used = ga.memory_stats(cl_device)["used_bytes"]
+        before = _core.launches()
+        results = [a + 1.0 for _ in range(4)]
+        assert fails == [0]
+        assert _core.launches() - before == 2  # the two failed calls ran in Python
+        for r in results:
+            np.testing.assert_array_equal(r.get(), host + 1)
+        del results, r
+        assert ga.memory_stats(cl_device)["used_bytes"] == used
+    finally:  # no engine keeps the wrapper's ClKernel
+        for p in plans:
+            p.forget()
+        launcher.clear()
