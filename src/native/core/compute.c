@@ -41,11 +41,6 @@
  */
 #include "core.h"
 
-/* Whether x is a gpuarrays array: GPUArray itself first (a subtype check walks the MRO). */
-static inline int is_array(PyObject *x)
-{
-    return Py_IS_TYPE(x, ga_array_type) || PyObject_TypeCheck(x, &ga_ArrayType);
-}
 
 /* ---------------------------------------------------------------- host views */
 
@@ -59,7 +54,7 @@ typedef struct {
 static ViewSlot views[VIEW_SLOTS];
 
 /* Whether two tuples of ints are equal (no error: anything odd is "not equal"). */
-static int same_ints(PyObject *a, PyObject *b)
+int ga_same_ints(PyObject *a, PyObject *b)
 {
     if (a == b)
         return 1;
@@ -95,7 +90,7 @@ static PyObject *host_view(ArrayObject *a)
     size_t h = (addr >> 4) ^ (addr >> 16) ^ ((size_t)a->dtype >> 4);
     ViewSlot *s = &views[(h + (size_t)PyTuple_GET_SIZE(a->shape)) & (VIEW_SLOTS - 1)];
     if (s->view != NULL && s->addr == addr && s->dtype == a->dtype
-            && same_ints(s->shape, a->shape) && same_ints(s->strides, a->strides))
+            && ga_same_ints(s->shape, a->shape) && ga_same_ints(s->strides, a->strides))
         return Py_NewRef(s->view);
     if (ga_make_view == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "the cpu engine is not configured (make_view)");
@@ -374,7 +369,7 @@ static int run_cpu(PlanObject *p, ArrayObject *result, PyObject *const *xs)
         return -1;
     PyObject **operands = p->mode == CALL_OUT_FIRST ? stack + 1 : stack;
     for (int i = 0; i < n; i++) {
-        if (is_array(xs[i])) {
+        if (ga_is_array(xs[i])) {
             if ((operands[i] = host_view((ArrayObject *)xs[i])) == NULL)
                 goto done;
         } else {
@@ -523,7 +518,7 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     int narrays = 0, broadcast = 0;
     for (int i = 0; i < p->nin; i++) {
         PyObject *x = xs[i];
-        if (is_array(x)) {
+        if (ga_is_array(x)) {
             ArrayObject *a = (ArrayObject *)x;
             StorageObject *st = a->storage;
             if (a->freed || st->reason != Py_None || !ga_epoch_live(st->epoch))
@@ -534,7 +529,7 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
             } else {
                 if (st->device != first->storage->device)
                     goto slow;
-                if (!broadcast && !same_ints(a->shape, first->shape))
+                if (!broadcast && !ga_same_ints(a->shape, first->shape))
                     broadcast = 1;
                 if (kind != ga_str_device && !same_kind(kind, st->kind))
                     kind = ga_str_device;
@@ -572,10 +567,10 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     ArrayObject *result = NULL;
     if (given) {
         result = (ArrayObject *)out;
-        if (!is_array(out) || result->freed
+        if (!ga_is_array(out) || result->freed
                 || result->storage->reason != Py_None || !ga_epoch_live(result->storage->epoch)
                 || !result->writeable || result->storage->device != device
-                || result->dtype != dtype || !same_ints(result->shape, shape)) {
+                || result->dtype != dtype || !ga_same_ints(result->shape, shape)) {
             rc = 1;
             result = NULL;
             goto done;
@@ -591,7 +586,7 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     /* a reset between the checks above and the gate: the slow path raises */
     rc = result->storage->reason != Py_None || !ga_epoch_live(result->storage->epoch);
     for (int i = 0; !rc && i < p->nin; i++) {
-        if (is_array(xs[i])) {
+        if (ga_is_array(xs[i])) {
             StorageObject *st = ((ArrayObject *)xs[i])->storage;
             rc = st->reason != Py_None || !ga_epoch_live(st->epoch);
         }
@@ -682,7 +677,7 @@ static inline int plain_operand(PyObject *x)
 {
     PyTypeObject *t = Py_TYPE(x);
     return t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type
-           || t == &PyComplex_Type || is_array(x);
+           || t == &PyComplex_Type || ga_is_array(x);
 }
 
 enum { OP_BINARY, OP_REFLECTED, OP_INPLACE, OP_UNARY };
@@ -704,7 +699,7 @@ static PyObject *operate(PyObject *mod, int how, PyObject *const *args, Py_ssize
         if ((op = PyDict_GetItemWithError(ga_ops, args[0])) == NULL && PyErr_Occurred())
             return NULL;
     }
-    if (op == NULL || !is_array(args[1])
+    if (op == NULL || !ga_is_array(args[1])
             || (how == OP_INPLACE && !((ArrayObject *)args[1])->writeable)) {
         PyObject *slow = PyTuple_GET_ITEM(ga_operators_slow, how);
         return PyObject_Vectorcall(slow, args, nargs, NULL);

@@ -32,7 +32,7 @@
  *   compute.c  apply(), Plan, host_view: the elementwise hot path
  *                                                      alloc.c, array.c, gate.c, launch.c
  *   launch.c   ClKernel, Launch, DeviceEngine: generated kernels enqueued on OpenCL
- *              devices from C                          nothing
+ *              devices from C                          compute.c
  *   module.c   the module, configure(), init; defines the globals declared here
  * storage.c and pool.c/cache.c call each other on purpose: a storage gives its memory
  * back to its home, and a home makes its storages.
@@ -309,6 +309,16 @@ int ga_gate_check(PyObject *gate);
 int ga_gate_init(void);
 
 /* ---------------------------------------------------------------- compute.c */
+
+/* Whether x is a gpuarrays array: GPUArray itself first (a subtype check walks the MRO). */
+static inline int ga_is_array(PyObject *x)
+{
+    return Py_IS_TYPE(x, ga_array_type) || PyObject_TypeCheck(x, &ga_ArrayType);
+}
+
+/* Whether two tuples of ints (shapes, strides) are equal; anything odd is "not equal",
+ * never an error. */
+int ga_same_ints(PyObject *a, PyObject *b);
 
 /* _core.apply() and _core.host_view() */
 PyObject *ga_core_apply(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,

@@ -30,7 +30,7 @@
  * exactly, or a stale ClKernel hands the call to the Python engine, which launches
  * its own cl_kernel and raises what is wrong.
  *
- * May call: nothing of the other files (compute.c calls this).
+ * May call: compute.c (ga_same_ints), which calls this.
  */
 #include "core.h"
 
@@ -474,29 +474,6 @@ PyTypeObject ga_DeviceEngineType = {
     .tp_methods = DeviceEngine_methods,
 };
 
-/* Whether two tuples of ints are equal, comparing small ints by value without calls. */
-static int same_tuple(PyObject *a, PyObject *b)
-{
-    if (a == b)
-        return 1;
-    Py_ssize_t n = PyTuple_GET_SIZE(a);
-    if (n != PyTuple_GET_SIZE(b))
-        return 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *x = PyTuple_GET_ITEM(a, i), *y = PyTuple_GET_ITEM(b, i);
-        if (x == y)
-            continue;
-        int overflow_x, overflow_y;
-        long long u = PyLong_AsLongLongAndOverflow(x, &overflow_x);
-        long long v = PyLong_AsLongLongAndOverflow(y, &overflow_y);
-        if (overflow_x || overflow_y || u != v || (u == -1 && PyErr_Occurred())) {
-            PyErr_Clear();
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static int array_address(ArrayObject *a, size_t *addr)
 {
     size_t p = PyLong_AsSize_t(a->storage->ptr);
@@ -537,7 +514,7 @@ static int storages_overlap(StorageObject *a, StorageObject *b)
 static int output_apart(ArrayObject *out, PyObject *const *xs, int n)
 {
     for (int i = 0; i < n; i++) {
-        if (!(Py_IS_TYPE(xs[i], ga_array_type) || PyObject_TypeCheck(xs[i], &ga_ArrayType)))
+        if (!ga_is_array(xs[i]))
             continue;
         ArrayObject *x = (ArrayObject *)xs[i];
         if (x->storage != out->storage) {
@@ -545,8 +522,8 @@ static int output_apart(ArrayObject *out, PyObject *const *xs, int n)
                 return 0;
             continue;
         }
-        if (x->dtype != out->dtype || !same_tuple(x->shape, out->shape)
-                || !same_tuple(x->strides, out->strides))
+        if (x->dtype != out->dtype || !ga_same_ints(x->shape, out->shape)
+                || !ga_same_ints(x->strides, out->strides))
             return 0;
         int same = PyObject_RichCompareBool(x->offset, out->offset, Py_EQ);
         if (same != 1) {
@@ -572,7 +549,7 @@ int ga_device_engine_run(PyObject *engine, PyObject *result, PyObject *const *xs
         return n > MAX_OPERANDS ? 1 : -1;
     for (int i = 0; i < n; i++) {
         PyObject *x = xs[i];
-        if (Py_IS_TYPE(x, ga_array_type) || PyObject_TypeCheck(x, &ga_ArrayType)) {
+        if (ga_is_array(x)) {
             arrays[na] = (ArrayObject *)x;
             if (array_address(arrays[na], &at[na]) < 0)
                 return -1;
@@ -586,12 +563,12 @@ int ga_device_engine_run(PyObject *engine, PyObject *result, PyObject *const *xs
         for (; slot < LAYOUTS; slot++) {
             Layout *y = &e->layouts[slot];
             if (y->shape == NULL || y->narrays != na
-                    || !same_tuple(y->shape, arrays[0]->shape))
+                    || !ga_same_ints(y->shape, arrays[0]->shape))
                 continue;
             int j = 0;
             while (j < na && y->align[j] == (at[j] & 15)
-                   && same_tuple(y->strides[j], arrays[j]->strides)
-                   && (j == 0 || same_tuple(y->shapes[j - 1], arrays[j]->shape)))
+                   && ga_same_ints(y->strides[j], arrays[j]->strides)
+                   && (j == 0 || ga_same_ints(y->shapes[j - 1], arrays[j]->shape)))
                 j++;
             if (j == na) {
                 found = y;
