@@ -20,6 +20,7 @@ import numpy as np
 from .._array.make import ArrayBase, new_array
 from ..backends._kernels import collapse, word
 from . import cpu_engine
+from .ownership import filling
 
 __all__ = ["select", "nonzero_rows", "positions"]
 
@@ -55,12 +56,9 @@ def positions(mask):
     finally:
         for t in temps:
             t.free()
-    try:
+    with filling(pos):
         with pos[pos.shape[0] - 1:] as last:
             count = int(last.get()[0])  # the one device -> host read of the call
-    except BaseException:
-        pos.free()
-        raise
     return pos, count
 
 
@@ -99,14 +97,11 @@ def select_nd(x, mask):
             m = cpu_engine.view(mask)
             count = int(np.count_nonzero(m))
             out = new_array((count,), x._dtype, dev, x._storage.kind)
-            try:
+            with filling(out):
                 v = cpu_engine.view(x)
                 if x.ndim != 1:
                     v, m = v.reshape(-1), m.reshape(-1)  # NumPy copies a strided one itself
                 np.compress(m, v, out=cpu_engine.view(out))
-            except BaseException:
-                out.free()
-                raise
         return out
     from .device import indexing as kernels  # docs/design.md, "Layers": same layer
 
@@ -114,7 +109,7 @@ def select_nd(x, mask):
     try:
         out = new_array((count,), x._dtype, dev, x._storage.kind)
         if count:
-            try:
+            with filling(out):
                 with dev.gate:
                     raw = x._raw()
                     shape, (strides,) = collapse(raw.shape, raw.strides)
@@ -123,9 +118,6 @@ def select_nd(x, mask):
                                            out._raw().ptr, n, count,
                                            list(zip(shape, strides, strict=True)),
                                            raw.dtype.itemsize, w)
-            except BaseException:
-                out.free()
-                raise
     finally:
         pos.free()
     return out
@@ -143,14 +135,11 @@ def nonzero_rows(x):
             v = cpu_engine.view(x)
             count = int(np.count_nonzero(v))
             out = new_array((x.ndim, count), _I8, dev, kind)
-            try:
+            with filling(out):
                 # NumPy's nonzero has no out=: its index arrays are copied into ours
                 z = cpu_engine.view(out)
                 for d, rows in enumerate(np.nonzero(v)):
                     z[d] = rows
-            except BaseException:
-                out.free()
-                raise
         return out
     from .device import indexing as kernels
 
@@ -158,14 +147,11 @@ def nonzero_rows(x):
     try:
         out = new_array((x.ndim, count), _I8, dev, kind)
         if count:
-            try:
+            with filling(out):
                 with dev.gate:
                     dims = [(e, 0) for e in x._shape]
                     kernels.launch_compact(dev, "coords", pos._raw().ptr, pos._raw().ptr,
                                            out._raw().ptr, x.size, count, dims, 8, 8)
-            except BaseException:
-                out.free()
-                raise
     finally:
         pos.free()
     return out

@@ -26,6 +26,7 @@ from .._array.creation import empty
 from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
 from .._memory.devices import get_device
+from .ownership import filling
 from .promotion import check_scalar
 
 __all__ = ["arange", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
@@ -75,11 +76,8 @@ def _check_fill(value, dt: np.dtype) -> None:
 
 def _filled(shape, value, dt, dev, kind):
     a = empty(shape, dt, device=dev, kind=kind)
-    try:
+    with filling(a):
         transfer.assign(a, value)
-    except BaseException:
-        a.free()
-        raise
     return a
 
 
@@ -140,11 +138,8 @@ def full_like(x, /, fill_value, *, dtype=None, device=None, kind=None, shape=Non
 
 def _upload(host: np.ndarray, dev, kind):
     a = new_array(host.shape, host.dtype, dev, kind)
-    try:
+    with filling(a):
         transfer.assign(a, host)
-    except BaseException:
-        a.free()
-        raise
     return a
 
 
@@ -266,11 +261,8 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, kind="device"):
     dev = get_device(device)
     dt = dev.dtype_of(dtype)
     out = empty((n_rows, n_cols), dt, device=dev, kind=kind)
-    try:
+    with filling(out):
         _matrix("eye", out, None, k)
-    except BaseException:
-        out.free()
-        raise
     return out
 
 
@@ -283,11 +275,8 @@ def _tri(name: str, x, k):
                          f"{x._shape}")
     k = _int(name, "k", k)
     out = new_array(x._shape, x._dtype, x._storage.device, x._storage.kind)
-    try:
+    with filling(out):
         _matrix(name, out, x, k)
-    except BaseException:
-        out.free()
-        raise
     return out
 
 

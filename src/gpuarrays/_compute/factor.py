@@ -30,6 +30,7 @@ from .device import factor as kernels
 from .elementwise import conj, divide, greater, multiply, where
 from .linalg import matmul
 from .manipulation import expand_dims
+from .ownership import filling
 from .searching import count_nonzero
 from .statistical import max as _max
 from .statistical import min as _min
@@ -69,11 +70,8 @@ def _copy(x, dt, shape=None):
     """A contiguous device copy of ``x`` (broadcast to ``shape``) in ``dt``, from the pool."""
     dev = x._storage.device
     tmp = new_array(x._shape if shape is None else shape, dt, dev, "device")
-    try:
+    with filling(tmp):
         copy_raw(tmp, x)
-    except BaseException:
-        tmp.free()
-        raise
     return tmp
 
 
@@ -83,11 +81,8 @@ def _ptr(a) -> int:
 
 def _flag(dev):
     f = new_array((1,), _I4, dev, "device")
-    try:
+    with filling(f):
         f.fill(0)
-    except BaseException:
-        f.free()
-        raise
     return f
 
 
@@ -227,7 +222,7 @@ def cholesky(x, kind, upper: bool):
     dt = compute_dtype("cholesky", dev, x._dtype)
     n = x._shape[-1]
     out = new_array(x._shape, dt, dev, kind)
-    try:
+    with filling(out):
         nb = _batch(x._shape)
         if nb and n:
             copy_raw(out, x)
@@ -236,9 +231,6 @@ def cholesky(x, kind, upper: bool):
                                 f"Matrix is not positive definite: linalg.cholesky() met a "
                                 f"non-positive pivot in a {n} x {n} matrix; cholesky needs a "
                                 f"Hermitian positive-definite input"))
-    except BaseException:
-        out.free()
-        raise
     return out
 
 

@@ -42,6 +42,7 @@ from . import compaction, cpu_engine
 from .device.launcher import aligned
 from .dispatch import apply
 from .manipulation import normalize_axis
+from .ownership import filling
 from .promotion import SCALAR_TYPES
 from .table import OPS
 
@@ -202,11 +203,8 @@ def plan(x, key) -> _Plan:
         slots.append(("slice", slice(None), dim))
         dim += 1
     out = _Plan((), 0, [], [], (), 0)
-    try:
+    with filling(out):
         _build(x, slots, out)
-    except BaseException:
-        out.free()
-        raise
     return out
 
 

@@ -21,6 +21,7 @@ from .._array.transfer import copy_raw
 from . import cpu_engine
 from .elementwise import conj, multiply
 from .manipulation import expand_dims, moveaxis
+from .ownership import filling
 
 __all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "check_arrays",
            "numeric_result", "imatmul"]
@@ -112,11 +113,8 @@ def matmul(x1, x2, /):
     rd = numeric_result("matmul", dev, x1._dtype, x2._dtype)
     _, _, full = _matmul_shape("matmul", x1._shape, x2._shape)
     result = new_array(_final_shape(x1._shape, x2._shape, full), rd, dev, kind)
-    try:
+    with filling(result):
         _matmul_into(x1, x2, result, full)
-    except BaseException:
-        result.free()
-        raise
     return result
 
 
@@ -207,20 +205,13 @@ def tensordot(x1, x2, /, *, axes=2):
     N = int(np.prod(s2, dtype=np.int64))
     K = int(np.prod([x1._shape[k] for k in c1], dtype=np.int64))
     result = new_array((*s1, *s2), rd, dev, kind)
-    temps = []
-    try:
+    with filling(result, []) as temps:
         a = x1.transpose(f1 + c1) if x1.ndim else x1
         b = x2.transpose(c2 + f2) if x2.ndim else x2
         a2 = a.reshape((M, K))
         b2 = b.reshape((K, N))
         temps += [t for t, src in ((a2, x1), (b2, x2)) if t._storage is not src._storage]
         _matmul_into(a2, b2, result.reshape((M, N)), (M, N))
-    except BaseException:
-        result.free()
-        raise
-    finally:
-        for t in temps:
-            t.free()
     return result
 
 
@@ -250,13 +241,9 @@ def vecdot(x1, x2, /, *, axis=-1):
                          f"(apart from axis {axis})") from None
     if dev.backend == "cpu":
         result = new_array(shape, rd, dev, kind)
-        try:
-            with dev.gate, np.errstate(all="ignore"):
-                np.vecdot(cpu_engine.view(x1), cpu_engine.view(x2), axis=ax,
-                          out=cpu_engine.view(result), casting="unsafe")
-        except BaseException:
-            result.free()
-            raise
+        with filling(result), dev.gate, np.errstate(all="ignore"):
+            np.vecdot(cpu_engine.view(x1), cpu_engine.view(x2), axis=ax,
+                      out=cpu_engine.view(result), casting="unsafe")
         return result
     # device: an elementwise product (of the conjugate for complex x1) and a sum over the
     # axis, with the existing kernels; the temporaries go back to the pool

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._array.make import ArrayBase, new_array
 from . import cpu_engine
+from .ownership import filling
 
 __all__ = ["REDUCTIONS", "SCANS", "Reduction", "normalize_axes", "reduce", "scan",
            "accumulator_dtype"]
@@ -208,7 +209,7 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None, correcti
     dev.require(accumulator_dtype(rd))
     out_shape = _out_shape(shape, axes, keepdims)
     result = new_array(out_shape, rd, dev, x._storage.kind)
-    try:
+    with filling(result):
         if 0 in out_shape:
             pass
         elif count == 0:
@@ -221,9 +222,6 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None, correcti
 
             with dev.gate:
                 device_reduce.run(row, x, axes, result, count, correction)
-    except BaseException:
-        result.free()
-        raise
     return result
 
 
@@ -268,7 +266,7 @@ def scan(name: str, x, axis=None, dtype=None, include_initial: bool = False):
     if include_initial:
         out_shape[ax] += 1
     result = new_array(tuple(out_shape), rd, dev, x._storage.kind)
-    try:
+    with filling(result):
         if 0 in out_shape:
             pass
         elif dev.backend == "cpu":
@@ -279,9 +277,6 @@ def scan(name: str, x, axis=None, dtype=None, include_initial: bool = False):
 
             with dev.gate:
                 device_scan.run(row, x, ax, include_initial, result)
-    except BaseException:
-        result.free()
-        raise
     return result
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from .._array.make import ArrayBase, new_array
 from . import cpu_engine, promotion
+from .ownership import filling
 from .sorting import _kind, _prepared
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values", "isin",
@@ -64,15 +65,11 @@ def _unique(name: str, x, indices: bool, inverse: bool, counts: bool) -> dict:
         if counts:
             out["counts"] = new_array((0,), _INDEX, dev, kind)
         return out
-    try:
+    with filling(out.values()):
         if dev.backend == "cpu":
             _cpu_unique(x, indices, inverse, counts, out)
         else:
             _device_unique(x, indices, inverse, counts, out)
-    except BaseException:
-        for a in out.values():
-            a.free()
-        raise
     return out
 
 
@@ -209,8 +206,7 @@ def isin(x1, x2, /, *, invert=False):
     dev.require(common)
     shape = x1._shape if isinstance(x1, ArrayBase) else ()
     result = new_array(shape, _BOOL, dev, _kind(*arrays))
-    temps = []
-    try:
+    with filling(result, []) as temps:
         from .._array.creation import asarray
 
         ops = []
@@ -242,10 +238,4 @@ def isin(x1, x2, /, *, invert=False):
                     device_sort.sort(c2, 0, False, s2, False)
                 c1 = _prepared(a1, common, temps, contiguous=True)
                 device_sort.search(3 if invert else 2, s2, None, c1, result)
-    except BaseException:
-        result.free()
-        raise
-    finally:
-        for t in temps:
-            t.free()
     return result

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._array.make import ArrayBase, new_array
 from . import cpu_engine, promotion
+from .ownership import filling
 from .reductions import normalize_axes
 
 __all__ = ["sort", "argsort", "searchsorted"]
@@ -72,7 +73,7 @@ def _run(name: str, x, axis, descending, stable, indices: bool):
     dev = x._storage.device
     dev.require(x._dtype)
     result = new_array(x._shape, _INDEX if indices else x._dtype, dev, x._storage.kind)
-    try:
+    with filling(result):
         if 0 in x._shape:
             pass
         elif dev.backend == "cpu":
@@ -83,9 +84,6 @@ def _run(name: str, x, axis, descending, stable, indices: bool):
 
             with dev.gate:
                 device_sort.sort(x, ax, descending, result, indices)
-    except BaseException:
-        result.free()
-        raise
     return result
 
 
@@ -184,8 +182,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
     shape = () if scalar else operand._shape
     result = new_array(shape, _INDEX, dev, x1._storage.kind if scalar
                        else _kind(x1, operand))
-    temps = []
-    try:
+    with filling(result, []) as temps:
         if scalar:
             from .._array.creation import asarray
 
@@ -209,12 +206,6 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
                 s = _prepared(sorter, _INDEX, temps, contiguous=False) if sorter is not None \
                     else None
                 device_sort.search(0 if side == "left" else 1, a1, s, a2, result)
-    except BaseException:
-        result.free()
-        raise
-    finally:
-        for t in temps:
-            t.free()
     return result
 
 

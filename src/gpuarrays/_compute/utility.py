@@ -15,6 +15,7 @@ import numpy as np
 from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
 from .dispatch import apply
+from .ownership import filling
 from .promotion import SCALAR_TYPES, key_of, result_type
 from .reductions import normalize_axes, reduce
 from .table import OPS
@@ -67,7 +68,7 @@ def _joined(x, ax: int, prepend, append):
             lengths.append(1)
     shape[ax] = sum(lengths)
     out = new_array(tuple(shape), dt, x._storage.device, x._storage.kind)
-    try:
+    with filling(out):
         start = 0
         for p, n in zip(parts, lengths, strict=True):
             with out[_along(out.ndim, ax, slice(start, start + n))] as part:
@@ -76,9 +77,6 @@ def _joined(x, ax: int, prepend, append):
                 else:
                     part.fill(p)
             start += n
-    except BaseException:
-        out.free()
-        raise
     return out
 
 
