@@ -154,12 +154,15 @@ def test_the_gpuarrays_backend_on_the_workers(client):
 
 
 def test_a_small_memory_limit_runs_the_ladder_and_completes(client):
-    """6 MiB per worker and an allocation cache: the cache keeps one buffer per chunk size, so
-    the worker passes its limit and the ladder gives the cache's unused buffers back."""
+    """8 MiB per worker and an allocation cache: the cache keeps one buffer per chunk size
+    (13 MiB for all of them), so the worker passes its limit and the ladder gives the cache's
+    unused buffers back.  (At 6 MiB, a run under load once failed: the pool held 4 MiB free in
+    four pieces none of which took a 1.25 MiB chunk, the limit leaving no room for a new
+    segment -- fragmentation at a limit barely above the peak, not the ladder.)"""
     baseline = idle(client)
-    client.register_plugin(gd.GPUArraysWorker(device=CPU, memory_limit="6MiB", cache=True))
+    client.register_plugin(gd.GPUArraysWorker(device=CPU, memory_limit="8MiB", cache=True))
     try:
-        assert all(s["limit_bytes"] == 6 * 2**20
+        assert all(s["limit_bytes"] == 8 * 2**20
                    for s in client.run(ga.memory_stats).values())
         client.run(ga.reset_peak_memory_stats)
         before = {w: s["oom_retries"] for w, s in client.run(ga.memory_stats).items()}
@@ -170,7 +173,7 @@ def test_a_small_memory_limit_runs_the_ladder_and_completes(client):
         assert float(got.get()) == 3.0 * sum(sizes)
         after = client.run(ga.memory_stats)
         assert any(after[w]["oom_retries"] > before[w] for w in after)
-        assert all(s["peak_used_bytes"] <= 6 * 2**20 for s in after.values())
+        assert all(s["peak_used_bytes"] <= 8 * 2**20 for s in after.values())
     finally:
         client.register_plugin(gd.GPUArraysWorker(device=CPU))  # frees the caches, no limit
     assert all(s["limit_bytes"] is None for s in client.run(ga.memory_stats).values())
