@@ -117,10 +117,12 @@ def _determinant(x, kind, mode: int):
     dt = compute_dtype("slogdet" if mode else "det", dev, x._dtype)
     batch, n = x._shape[:-2], x._shape[-1]
     out1 = new_array(batch, dt, dev, kind)
-    out2 = work = None
-    try:
+    out2 = None
+    made, temps = [out1], []
+    with filling(made, temps):
         if mode:
             out2 = new_array(batch, _real(dt), dev, kind)
+            made.append(out2)
         nb = _batch(x._shape)
         if nb and n == 0:  # the empty product
             out1.fill(1)
@@ -128,15 +130,11 @@ def _determinant(x, kind, mode: int):
                 out2.fill(0)
         elif nb:
             work = _copy(x, dt)
+            temps.append(work)
             p2 = _ptr(out2) if mode else _ptr(out1)
             with dev.gate:  # no reset under the launch
                 kernels.launch(dev, "lu", _key(dt), [_ptr(work), _ptr(work), _ptr(out1), p2,
                                                      _ptr(work), nb, n, 0, mode, 0], nb)
-    except BaseException:
-        _free(out1, out2)
-        raise
-    finally:
-        _free(work)
     return (out1, out2) if mode else out1
 
 
@@ -176,21 +174,16 @@ def solve(x1, x2, kind):
         k = x2._shape[-1]
         shape = (*batch, n, k)
     out = new_array(shape, dt, dev, kind)
-    work = None
-    try:
+    with filling(out, []) as temps:
         nb = math.prod(batch)
         if nb and n and k:
             b3 = out.reshape((*batch, n, k))
             copy_raw(b3, x2.reshape((n, 1)) if x2.ndim == 1 else x2)
             work = _copy(x1, dt, (*batch, n, n))
+            temps.append(work)
             _launch_checked(dev, "lu", dt, [_ptr(work), _ptr(out), _ptr(work), _ptr(work),
                                             _FLAG, nb, n, k, 2, 0], nb,
                             lambda _: _singular("solve"))
-    except BaseException:
-        out.free()
-        raise
-    finally:
-        _free(work)
     return out
 
 
@@ -200,19 +193,14 @@ def inv(x, kind):
     dt = compute_dtype("inv", dev, x._dtype)
     n = x._shape[-1]
     out = new_array(x._shape, dt, dev, kind)
-    work = None
-    try:
+    with filling(out, []) as temps:
         nb = _batch(x._shape)
         if nb and n:
             work = _copy(x, dt)
+            temps.append(work)
             _launch_checked(dev, "lu", dt, [_ptr(work), _ptr(out), _ptr(work), _ptr(work),
                                             _FLAG, nb, n, n, 2, 1], nb,
                             lambda _: _singular("inv"))
-    except BaseException:
-        out.free()
-        raise
-    finally:
-        _free(work)
     return out
 
 
@@ -241,22 +229,20 @@ def eigh(x, kind, vectors: bool):
     dt = compute_dtype("eigh" if vectors else "eigvalsh", dev, x._dtype)
     n = x._shape[-1]
     w = new_array(x._shape[:-1], _real(dt), dev, kind)
-    v = work = None
-    try:
+    v = None
+    made, temps = [w], []
+    with filling(made, temps):
         if vectors:
             v = new_array(x._shape, dt, dev, kind)
+            made.append(v)
         nb = _batch(x._shape)
         if nb and n:
             work = _copy(x, dt)
+            temps.append(work)
             _launch_checked(dev, "jeig", dt, [_ptr(work), _ptr(w), _ptr(v if vectors else work),
                                               _FLAG, nb, n, int(vectors)], nb,
                             lambda _: _not_finite("eigh" if vectors else "eigvalsh",
                                                   "Eigenvalues"))
-    except BaseException:
-        _free(w, v)
-        raise
-    finally:
-        _free(work)
     return w, v
 
 
@@ -275,30 +261,30 @@ def svd(x, kind, vectors: bool, full: bool = True):
     m, n = x._shape[-2:]
     kmin = min(m, n)
     s = new_array((*batch, kmin), _real(dt), dev, kind)
-    u = vh = work = w = None
-    try:
+    u = vh = w = None
+    made, temps = [s], []
+    with filling(made, temps):
         if vectors:
             u = new_array((*batch, m, m if full else kmin), dt, dev, kind)
+            made.append(u)
             vh = new_array((*batch, n if full else kmin, n), dt, dev, kind)
+            made.append(vh)
         nb = math.prod(batch)
         if nb and not kmin and vectors:  # no singular values: identities (when full)
             _eye(u)
             _eye(vh)
         elif nb and kmin:
             work = _copy(x, dt)
+            temps.append(work)
             if vectors:
                 w = new_array((nb, kmin, kmin), dt, dev, "device")
+                temps.append(w)
             # the normalised side is U (columns, m >= n) or Vh (rows); the other is conj(W)
             o, q = (vh, u) if m < n else (u, vh)
             _launch_checked(dev, "jsvd", dt, [
                 _ptr(work), _ptr(w if vectors else work), _ptr(s), _ptr(o if vectors else work),
                 _ptr(q if vectors else work), _FLAG, nb, m, n, int(full), int(vectors)], nb,
                 lambda _: _not_finite("svd" if vectors else "svdvals", "SVD"))
-    except BaseException:
-        _free(s, u, vh)
-        raise
-    finally:
-        _free(work, w)
     return u, s, vh
 
 
@@ -311,24 +297,22 @@ def qr(x, kind, complete: bool):
     k = min(m, n)
     mq = m if complete else k
     q = new_array((*batch, m, mq), dt, dev, kind)
-    r = work = tau = None
-    try:
+    made, temps = [q], []
+    with filling(made, temps):
         r = new_array((*batch, mq, n), dt, dev, kind)
+        made.append(r)
         nb = math.prod(batch)
         if nb and not k:
             _eye(q)
             r.fill(0)
         elif nb:
             work = _copy(x, dt)
+            temps.append(work)
             tau = new_array((nb, k), dt, dev, "device")
+            temps.append(tau)
             with dev.gate:  # no reset under the launch
                 kernels.launch(dev, "qr", _key(dt), [_ptr(work), _ptr(tau), _ptr(q), _ptr(r), nb,
                                                      m, n, int(complete)], nb)
-    except BaseException:
-        _free(q, r)
-        raise
-    finally:
-        _free(work, tau)
     return q, r
 
 
@@ -350,20 +334,18 @@ def eig(x, kind, vectors: bool):
         return LinAlgError(f"Eigenvalues did not converge: linalg.{name}() ran out of QR "
                            f"iterations ({30 * n} for a {n} x {n} matrix)")
 
-    v = work = None
-    try:
+    v = None
+    made, temps = [w], []
+    with filling(made, temps):
         if vectors:
             v = new_array(x._shape, ct, dev, kind)
+            made.append(v)
         nb = _batch(x._shape)
         if nb and n:
             work = _copy(x, ct)
+            temps.append(work)
             _launch_checked(dev, "eig", ct, [_ptr(work), _ptr(w), _ptr(v if vectors else work),
                                              _FLAG, nb, n, int(vectors)], nb, refusal)
-    except BaseException:
-        _free(w, v)
-        raise
-    finally:
-        _free(work)
     return w, v
 
 
