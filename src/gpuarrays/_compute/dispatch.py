@@ -160,25 +160,25 @@ def apply_slow(op: Op, args: tuple, out=None):
     return result
 
 
-_launch = []
+_device = []
 
 
-def _launcher():
-    """The device engine (``_compute/device/launcher.py``), bound on first use."""
-    if not _launch:
+def _device_engine():
+    """The device engine (``_compute/device/launcher.py``), imported on first use."""
+    if not _device:
         try:
-            from .device.launcher import elementwise
+            from .device import launcher
         except ImportError as e:
             raise NotImplementedError(
                 f"elementwise kernels for device back-ends are not available: {e}") from e
-        _launch.append(elementwise)
-    return _launch[0]
+        _device.append(launcher)
+    return _device[0]
 
 
 def _run_on_device(op: Op, dev, arg_dtypes: tuple, result, args: tuple, given: bool) -> None:
     """Generated kernels; an output overlapping an input (other than exactly) goes through a
     temporary, so the values are NumPy's."""
-    launch = _launch[0] if _launch else _launcher()
+    launch = (_device[0] if _device else _device_engine()).elementwise
     shape = result._shape
     out = RawView(result._storage.ptr + result._offset, shape, result._strides, result._dtype)
     inputs = []
@@ -209,18 +209,12 @@ def _run_on_device(op: Op, dev, arg_dtypes: tuple, result, args: tuple, given: b
 def _compiled_launch(op: Op, dev, arg_dtypes: tuple, result, args: tuple):
     """The ``_core.Launch`` of this layout (or None): what the device engine runs from C
     (src/native/core/launch.c); array operands broadcast to the result's shape."""
-    if not _compiled_maker:
-        from .device.launcher import compiled
-        _compiled_maker.append(compiled)
     shape = result._shape
     inputs = [np.asarray(x, dtype=adt) if not isinstance(x, ArrayBase)
               else RawView(x._storage.ptr + x._offset, shape, x._strides if x._shape == shape
                            else broadcast_strides(x._shape, x._strides, shape), x._dtype)
               for x, adt in zip(args, arg_dtypes, strict=True)]
-    return _compiled_maker[0](dev, op.name, result._raw(), inputs, arg_dtypes)
-
-
-_compiled_maker: list = []
+    return _device_engine().compiled(dev, op.name, result._raw(), inputs, arg_dtypes)
 
 
 def _typer(op: Op):

@@ -31,7 +31,8 @@ from . import diskcache
 from .expressions import NIN
 from .generator import Operand, Signature, kernel_name, key_of, params, source
 
-__all__ = ["elementwise", "compiled", "describe", "launch_shape", "clear", "KERNEL_DIMS", "INDEX32_LIMIT"]
+__all__ = ["elementwise", "compiled", "describe", "launch_shape", "clear", "KERNEL_DIMS",
+           "INDEX32_LIMIT"]
 
 KERNEL_DIMS = 8
 """Most collapsed dimensions a kernel takes (its layout travels by value; OpenCL
