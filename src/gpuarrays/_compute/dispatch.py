@@ -181,20 +181,9 @@ def _run_on_device(op: Op, dev, arg_dtypes: tuple, result, args: tuple, given: b
     launch = (_device[0] if _device else _device_engine()).elementwise
     shape = result._shape
     out = RawView(result._storage.ptr + result._offset, shape, result._strides, result._dtype)
-    inputs = []
-    staged = False
-    for x, adt in zip(args, arg_dtypes, strict=True):
-        if isinstance(x, ArrayBase):  # live: apply checked every operand
-            if x._shape == shape:
-                r = RawView(x._storage.ptr + x._offset, shape, x._strides, x._dtype)
-            else:
-                r = RawView(x._storage.ptr + x._offset, shape,
-                            broadcast_strides(x._shape, x._strides, shape), x._dtype)
-            if given and r != out and shares_memory(x, result):
-                staged = True
-            inputs.append(r)
-        else:
-            inputs.append(np.asarray(x, dtype=adt))  # a kernel argument, not an allocation
+    inputs = _raw_operands(args, arg_dtypes, shape)
+    staged = given and any(isinstance(x, ArrayBase) and r != out and shares_memory(x, result)
+                           for x, r in zip(args, inputs, strict=True))
     if not staged:
         launch(dev, op.name, out, inputs, arg_dtypes)
         return
@@ -209,12 +198,18 @@ def _run_on_device(op: Op, dev, arg_dtypes: tuple, result, args: tuple, given: b
 def _compiled_launch(op: Op, dev, arg_dtypes: tuple, result, args: tuple):
     """The ``_core.Launch`` of this layout (or None): what the device engine runs from C
     (src/native/core/launch.c); array operands broadcast to the result's shape."""
-    shape = result._shape
-    inputs = [np.asarray(x, dtype=adt) if not isinstance(x, ArrayBase)
-              else RawView(x._storage.ptr + x._offset, shape, x._strides if x._shape == shape
-                           else broadcast_strides(x._shape, x._strides, shape), x._dtype)
-              for x, adt in zip(args, arg_dtypes, strict=True)]
+    inputs = _raw_operands(args, arg_dtypes, result._shape)
     return _device_engine().compiled(dev, op.name, result._raw(), inputs, arg_dtypes)
+
+
+def _raw_operands(args: tuple, arg_dtypes: tuple, shape: tuple) -> list:
+    """What the launcher takes for each operand: a raw view of an array (live: apply checked
+    every operand) broadcast to ``shape`` by zero strides, or a Python scalar as a 0-d NumPy
+    array of its argument dtype (a kernel argument, not an allocation)."""
+    return [RawView(x._storage.ptr + x._offset, shape, x._strides if x._shape == shape
+                    else broadcast_strides(x._shape, x._strides, shape), x._dtype)
+            if isinstance(x, ArrayBase) else np.asarray(x, dtype=adt)
+            for x, adt in zip(args, arg_dtypes, strict=True)]
 
 
 def _typer(op: Op):

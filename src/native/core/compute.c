@@ -53,6 +53,19 @@ typedef struct {
 
 static ViewSlot views[VIEW_SLOTS];
 
+/* The address of a's first element (its storage's address plus its offset). */
+int ga_array_address(ArrayObject *a, size_t *addr)
+{
+    size_t p = PyLong_AsSize_t(a->storage->ptr);
+    if (p == (size_t)-1 && PyErr_Occurred())
+        return -1;
+    Py_ssize_t off = PyLong_AsSsize_t(a->offset);
+    if (off == -1 && PyErr_Occurred())
+        return -1;
+    *addr = p + (size_t)off;
+    return 0;
+}
+
 /* Whether two tuples of ints are equal (no error: anything odd is "not equal"). */
 int ga_same_ints(PyObject *a, PyObject *b)
 {
@@ -80,13 +93,9 @@ int ga_same_ints(PyObject *a, PyObject *b)
 /* A NumPy array over a's memory (a live, on the cpu back-end): new reference. */
 static PyObject *host_view(ArrayObject *a)
 {
-    size_t addr = PyLong_AsSize_t(a->storage->ptr);
-    if (addr == (size_t)-1 && PyErr_Occurred())
+    size_t addr;
+    if (ga_array_address(a, &addr) < 0)
         return NULL;
-    Py_ssize_t off = PyLong_AsSsize_t(a->offset);
-    if (off == -1 && PyErr_Occurred())
-        return NULL;
-    addr += (size_t)off;
     size_t h = (addr >> 4) ^ (addr >> 16) ^ ((size_t)a->dtype >> 4);
     ViewSlot *s = &views[(h + (size_t)PyTuple_GET_SIZE(a->shape)) & (VIEW_SLOTS - 1)];
     if (s->view != NULL && s->addr == addr && s->dtype == a->dtype

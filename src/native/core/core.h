@@ -320,6 +320,10 @@ static inline int ga_is_array(PyObject *x)
  * never an error. */
 int ga_same_ints(PyObject *a, PyObject *b);
 
+/* The address of a's first element; -1 with an exception for a storage address or offset
+ * that is not an int. */
+int ga_array_address(ArrayObject *a, size_t *addr);
+
 /* _core.apply() and _core.host_view() */
 PyObject *ga_core_apply(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames);

@@ -30,7 +30,7 @@
  * exactly, or a stale ClKernel hands the call to the Python engine, which launches
  * its own cl_kernel and raises what is wrong.
  *
- * May call: compute.c (ga_same_ints), which calls this.
+ * May call: compute.c (ga_same_ints, ga_array_address), which calls this.
  */
 #include "core.h"
 
@@ -474,18 +474,6 @@ PyTypeObject ga_DeviceEngineType = {
     .tp_methods = DeviceEngine_methods,
 };
 
-static int array_address(ArrayObject *a, size_t *addr)
-{
-    size_t p = PyLong_AsSize_t(a->storage->ptr);
-    if (p == (size_t)-1 && PyErr_Occurred())
-        return -1;
-    Py_ssize_t off = PyLong_AsSsize_t(a->offset);
-    if (off == -1 && PyErr_Occurred())
-        return -1;
-    *addr = p + (size_t)off;
-    return 0;
-}
-
 int ga_device_engine_check(PyObject *engine)
 {
     return Py_IS_TYPE(engine, &ga_DeviceEngineType);
@@ -545,13 +533,13 @@ int ga_device_engine_run(PyObject *engine, PyObject *result, PyObject *const *xs
     ArrayObject *arrays[MAX_OPERANDS + 1] = {(ArrayObject *)result};
     size_t at[MAX_OPERANDS + 1], addr[MAX_OPERANDS] = {0};
     int na = 1;
-    if (n > MAX_OPERANDS || array_address(arrays[0], &at[0]) < 0)
+    if (n > MAX_OPERANDS || ga_array_address(arrays[0], &at[0]) < 0)
         return n > MAX_OPERANDS ? 1 : -1;
     for (int i = 0; i < n; i++) {
         PyObject *x = xs[i];
         if (ga_is_array(x)) {
             arrays[na] = (ArrayObject *)x;
-            if (array_address(arrays[na], &at[na]) < 0)
+            if (ga_array_address(arrays[na], &at[na]) < 0)
                 return -1;
             addr[i] = at[na];
             na++;
