@@ -210,6 +210,47 @@ def test_vector_and_scalar_kernels_give_the_same_numbers(device, dtype, monkeypa
         same(device, calls, seeds=[3])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_stores_past_the_cache_give_the_same_numbers(device, dtype, monkeypatch):
+    """The vector kernels' non-temporal stores (outputs larger than the device's cache) write
+    the same bits as their cached stores; the threshold is lowered so that small outputs take
+    them, and the launches are watched to prove they did where vector kernels run."""
+    streamed = []
+    launch = kernels._launch
+
+    def watch(dev, name, values, items, local=None):
+        if "_v" in name:
+            streamed.append(values[5])  # the vector kernels' ``stream`` argument
+        return launch(dev, name, values, items, local)
+
+    monkeypatch.setattr(kernels, "_launch", watch)
+    monkeypatch.setattr(kernels, "_stream_above", lambda dev: 0)
+
+    def calls(g):
+        parts = [f(g, n, dtype) for n in (256, 1001, 4096 + 70) for f in FLOAT_METHODS.values()]
+        return ga.asarray(np.concatenate([p.get().astype(np.float64) for p in parts]),
+                          device=CPU)
+    same(device, calls, seeds=[5])
+    assert all(streamed) and (bool(streamed) == kernels._vectors(device))
+
+
+def test_outputs_larger_than_the_cache_stream(device, monkeypatch):
+    """Where vector kernels run, an output over the device's cache streams, a smaller one
+    does not (a lowered threshold stands in for a 32 MiB cache)."""
+    if not kernels._vectors(device):
+        return
+    seen = []
+    launch = kernels._launch
+    monkeypatch.setattr(kernels, "_launch", lambda dev, name, values, items, local=None: (
+        seen.append((name, values[5])) if "_v" in name else None,
+        launch(dev, name, values, items, local))[1])
+    monkeypatch.setattr(kernels, "_stream_above", lambda dev: 4096 * 4)
+    g = ga.random.default_rng(1, device=device)
+    g.random(4096, dtype=np.float32)
+    g.random(4096 + 128, dtype=np.float32)
+    assert seen == [("rng_uniform_f32_v4", 0), ("rng_uniform_f32_v4", 1)]
+
+
 def test_vector_kernels_run_only_on_verified_drivers():
     assert kernels._driver_runs_vectors("OpenCL 3.0 PoCL 3.1+debian  Linux, LLVM 15.0.6")
     assert kernels._driver_runs_vectors("OpenCL 3.0 PoCL 6.0  Linux")
@@ -514,7 +555,7 @@ def test_every_kernel_source_builds_for_opencl(device):
         device.impl.compile_kernel(device.index, src, name, params)
     assert set(kernels.names("cuda")) < set(kernels.names("opencl")) == set(kernels.KERNEL_NAMES)
     with pytest.raises(ValueError, match="opencl only"):
-        kernels.source("cuda", "rng_uniform_f32_v8")
+        kernels.source("cuda", "rng_uniform_f32_v4")
 
 
 # cases nobody thought of -----------------------------------------------------------------

@@ -363,45 +363,78 @@ KERNEL void rng_{family}_{tag}(GLOBAL {t} *out, u64 n, u32 k0, u32 k1, u64 off, 
 
 
 def _philox_vector(v: str, base: str) -> str:
-    """Declarations of ``uint8`` words ``v0 .. v3`` of the ``LANES`` blocks from ``base`` on."""
+    """Declarations of the ``ulong8`` words ``v0 .. v3`` of the ``LANES`` blocks from ``base`` on.
+
+    Each 32-bit word sits in the low half of a 64-bit lane; the high half is garbage that
+    nothing reads (``vpmuludq`` multiplies the low halves only, and the words are truncated
+    at the end), so a round is one multiply, one shift and one three-way xor per word pair.
+    """
     lanes = ", ".join(str(i) for i in range(LANES))
-    return (f"    ulong{LANES} c{v} = (ulong{LANES})({base}) + (ulong{LANES})({lanes});\n"
-            f"    uint{LANES} {v}0 = convert_uint{LANES}(c{v}), "
-            f"{v}1 = convert_uint{LANES}(c{v} >> 32), {v}2 = 0, {v}3 = 0;\n")
+    return (f"    ulong{LANES} {v}0 = (ulong{LANES})({base}) + (ulong{LANES})({lanes});\n"
+            f"    ulong{LANES} {v}1 = {v}0 >> 32, {v}2 = 0, {v}3 = 0;\n")
 
 
 def _philox_vector_rounds(names: list[str]) -> str:
     """The ten rounds over several lane groups at once (independent chains hide latencies).
 
-    The high halves come from two ``ulong4`` products of the even and the odd lanes (LLVM
-    emits ``vpmuludq``, no 64-bit lane multiply), the low halves from a 32-bit multiply.
+    ``(x & 0xFFFFFFFF) * M`` is LLVM's ``vpmuludq``: the whole 64-bit product, whose low
+    half is the new odd word as it stands (its high half is the garbage above) and whose
+    high half, shifted down, is xored into the new even word.
     """
-    h = LANES // 2
-    out = [f"    {{ u32 k0_ = k0, k1_ = k1; ulong{h} pe_, po_; uint{LANES} h0_, h2_;"]
+    out = [f"    {{ u64 k0_ = k0, k1_ = k1; ulong{LANES} p0_, p2_;"]
     for r in range(ROUNDS):
         if r:
-            out.append(f"      k0_ += {W0}u; k1_ += {W1}u;")
+            out.append(f"      k0_ = (u32)(k0_ + {W0}u); k1_ = (u32)(k1_ + {W1}u);")
         for v in names:
             out.append(
-                f"      pe_ = (as_ulong{h}({v}2) & 0xFFFFFFFFul) * {M1}ul; "
-                f"po_ = (as_ulong{h}({v}2) >> 32) * {M1}ul; "
-                f"h2_ = as_uint{LANES}((pe_ >> 32) | (po_ & 0xFFFFFFFF00000000ul)); "
-                f"pe_ = (as_ulong{h}({v}0) & 0xFFFFFFFFul) * {M0}ul; "
-                f"po_ = (as_ulong{h}({v}0) >> 32) * {M0}ul; "
-                f"h0_ = as_uint{LANES}((pe_ >> 32) | (po_ & 0xFFFFFFFF00000000ul)); "
-                f"h0_ ^= {v}3 ^ k1_; {v}3 = {v}0 * {M0}u; {v}0 = h2_ ^ {v}1 ^ k0_; "
-                f"{v}1 = {v}2 * {M1}u; {v}2 = h0_;")
+                f"      p0_ = ({v}0 & 0xFFFFFFFFul) * {M0}ul; p2_ = ({v}2 & 0xFFFFFFFFul) * {M1}ul; "
+                f"{v}0 = (p2_ >> 32) ^ {v}1 ^ k0_; {v}1 = p2_; "
+                f"{v}2 = (p0_ >> 32) ^ {v}3 ^ k1_; {v}3 = p0_;")
     out.append("    }")
     return "\n".join(out) + "\n"
 
 
+def _philox_vector_words(v: str) -> str:
+    """``uint8`` words ``v``u0 .. u3 of the ``ulong8`` words (truncated: the garbage goes)."""
+    return (f"    uint{LANES} " + ", ".join(f"{v}u{i} = convert_uint{LANES}({v}{i})"
+                                           for i in range(4)) + ";\n")
+
+
+def _row_stores(rows: list[tuple[str, int, str, str]]) -> str:
+    """The rows ``(type, width, value, address)`` of a work-item: every value first, then one
+    branch on ``stream`` for all the stores (non-temporal ones skip the cache).  A branch
+    per store made PoCL's kernel a third slower (docs/random.md, "Speed")."""
+    values = "".join(f"    {t}{w} s{i}_ = {value};\n" for i, (t, w, value, _) in enumerate(rows))
+    past = "".join(f"        __builtin_nontemporal_store(s{i}_, (GLOBAL {t}{w} *)({ptr}));\n"
+                   for i, (t, w, _, ptr) in enumerate(rows))
+    cached = "".join(f"        vstore{w}(s{i}_, 0, {ptr});\n"
+                     for i, (t, w, _, ptr) in enumerate(rows))
+    return f"{values}    if (stream) {{\n{past}    }} else {{\n{cached}    }}\n"
+
+
+def _uniform32_rows(spec: FloatSpec, v: str, o: str) -> list[tuple[str, int, str, str]]:
+    """float32 uniforms of one lane group: rows ``r`` and ``r + 1`` (adjacent in memory)
+    joined into one 16-wide vector from the ``ulong8`` words by one two-source shuffle."""
+    evens = ", ".join(str(2 * i) for i in range(2 * LANES))
+    w = 2 * LANES
+    rows = []
+    for r in (0, 2):
+        bits = (f"(shuffle2(as_uint{w}({v}{r}), as_uint{w}({v}{r + 1}), (uint{w})({evens})) "
+                ">> 8)")
+        value = (f"ADD_f32(low, MUL_f32(span, MUL_f32(convert_float{w}(as_int{w}({bits})), "
+                 f"{_lit(spec, 2.0 ** -spec.ubits)})))")
+        rows.append(("float", w, value, f"{o} + {r * LANES}"))
+    return rows
+
+
 def _float_vector_kernel(family: str, spec: FloatSpec, groups: int) -> tuple[str, list[str]]:
     """OpenCL C for CPU devices: ``groups`` whole lane groups per work-item, ``LANES`` blocks
-    in the lanes of ``uint8`` words, each output row one ``vstore8`` (docs/random.md,
+    in the lanes of ``ulong8`` words, each output row one vector store (docs/random.md,
     "Speed").  Work-item ``w < nwi`` covers groups ``w * groups ..``; no bounds checks
-    inside (the caller launches the whole work-items only, a scalar kernel does the rest)."""
+    inside (the caller launches the whole work-items only, a scalar kernel does the rest).
+    ``stream`` (the output is larger than the device's cache and 64-byte aligned) makes the
+    stores non-temporal: they skip the cache and the read of each line before its write."""
     fl = _Flavour(spec, LANES)
-    tag = fl.tag
     e = per_block(family, spec.dtype)
     extra, params = _family_params(family, spec)
     t = _CTYPE[spec.name][1]
@@ -409,27 +442,35 @@ def _float_vector_kernel(family: str, spec: FloatSpec, groups: int) -> tuple[str
     body = "".join(_philox_vector(v, f"off + (w * {groups} + {g}) * {LANES}")
                    for g, v in enumerate(names))
     body += _philox_vector_rounds(names)
+    joined = family == "uniform" and spec.dtype.itemsize == 4
+    if not joined:
+        body += "".join(_philox_vector_words(v) for v in names)
     if family != "uniform":  # groups is even: pairs of groups share 16-wide transforms
-        pre, wide = _wide_values(family, spec, names)
+        pre, wide = _wide_values(family, spec, [f"{v}u" for v in names])
         body += pre
+    rows = []
     for g, v in enumerate(names):
+        o = f"o{v}"
+        body += f"    GLOBAL {t} *{o} = out + (w * {groups} + {g}) * {e * LANES};\n"
+        if joined:
+            rows += _uniform32_rows(spec, v, o)
+            continue
         if family == "uniform":
-            pre, values = _values(family, spec, fl, v)
+            pre, values = _values(family, spec, fl, f"{v}u")
             body += pre
         else:
             values = [wide[g, r] for r in range(e)]
-        body += f"    GLOBAL {t} *o{v} = out + (w * {groups} + {g}) * {e * LANES};\n"
-        body += "".join(f"    vstore{LANES}({val}, 0, o{v} + {r * LANES});\n"
-                        for r, val in enumerate(values))
-    name = f"rng_{family}_{tag}_v{groups}"
+        rows += [(t, LANES, val, f"{o} + {r * LANES}") for r, val in enumerate(values)]
+    body += _row_stores(rows)
+    name = f"rng_{family}_{fl.tag}_v{groups}"
     helpers = "" if family == "uniform" else _float_helpers(spec, _Flavour(spec, 2 * LANES))
     src = f"""{helpers}
-KERNEL void {name}(GLOBAL {t} *out, u64 nwi, u32 k0, u32 k1, u64 off{extra}) {{
+KERNEL void {name}(GLOBAL {t} *out, u64 nwi, u32 k0, u32 k1, u64 off, u32 stream{extra}) {{
     u64 w = GID;
     if (w >= nwi) return;
 {body}}}
 """
-    return src, ["ptr", "u8", "u4", "u4", "u8", *params]
+    return src, ["ptr", "u8", "u4", "u4", "u8", "u4", *params]
 
 
 def _integers_kernel(width: int, wide: bool) -> tuple[str, list[str]]:
@@ -608,7 +649,7 @@ _SORT_IN_LOCAL = {"cpu": False, "gpu": True}
 
 # Lane groups per work-item of the vector kernels (CPU OpenCL devices): independent chains
 # hide the multiplies' latencies; measured on PoCL (docs/random.md, "Speed").
-_GROUPS = {"uniform": 8, "normal": 4, "exponential": 4}
+_GROUPS = {"uniform": 4, "normal": 4, "exponential": 4}
 _BOTH = ("opencl", "cuda")
 
 
@@ -667,6 +708,9 @@ def local_size(device) -> int:
     return _LOCAL[device.impl.launch_hint(device.index)]
 
 
+_kernels: dict[tuple, object] = {}  # (device, kernel name) -> the back-end's compiled kernel
+
+
 def _launch(device, name: str, values: list, items: int, local: int | None = None) -> None:
     impl = device.impl
     if not hasattr(impl, "compile_kernel"):
@@ -675,9 +719,12 @@ def _launch(device, name: str, values: list, items: int, local: int | None = Non
             f"(compile_kernel), which the {impl.name} back-end does not offer")
     if items == 0:
         return
-    src, params = source(impl.name, name)
-    # CUDA keeps compiled images on disk (the elementwise kernels' cache); OpenCL ignores it
-    kernel = impl.compile_kernel(device.index, src, name, params, cache=diskcache.default())
+    kernel = _kernels.get((device, name))
+    if kernel is None:
+        src, params = source(impl.name, name)
+        # CUDA keeps compiled images on disk (the elementwise kernels' cache); OpenCL ignores it
+        kernel = impl.compile_kernel(device.index, src, name, params, cache=diskcache.default())
+        _kernels[(device, name)] = kernel  # a kernel object outlives device resets
     local = local or local_size(device)
     while local > kernel.max_local:  # the numbers never depend on the launch shape
         local //= 2
@@ -732,6 +779,22 @@ def _vectors(device) -> bool:
     return ok
 
 
+_STREAM_ALIGN = 64  # bytes: the widest row a vector kernel stores (16 float32, 8 float64)
+_cache_bytes: dict[tuple[int, int], int] = {}
+
+
+def _stream_above(device) -> int:
+    """Output bytes above which the vector kernels store past the cache: the device's global
+    memory cache (an output that large would not stay in it anyway, and non-temporal stores
+    skip reading each line before writing it: docs/random.md, "Speed")."""
+    key = (id(device.impl), device.index)
+    size = _cache_bytes.get(key)
+    if size is None:
+        context, _ = device.impl.context_and_queue(device.index)
+        size = _cache_bytes[key] = int(context.devices[0].global_mem_cache_size)
+    return size
+
+
 def _generate_floats(family: str, device, out: RawView, n: int, e: int, key, offset: int,
                      params: list) -> None:
     """The whole work-items of the vector kernel (where it runs), then the scalar kernel for
@@ -742,8 +805,10 @@ def _generate_floats(family: str, device, out: RawView, n: int, e: int, key, off
         groups = _GROUPS[family]
         nwi = n // (groups * LANES * e)
         if nwi:
+            stream = (out.ptr % _STREAM_ALIGN == 0
+                      and n * out.dtype.itemsize > _stream_above(device))
             _launch(device, f"rng_{family}_{tag}_v{groups}",
-                    [out.ptr, nwi, key[0], key[1], offset, *params], nwi)
+                    [out.ptr, nwi, key[0], key[1], offset, int(stream), *params], nwi)
             start = nwi * groups * LANES
     left = -(-n // (e * LANES)) * LANES - start
     if left:
