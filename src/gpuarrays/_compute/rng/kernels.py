@@ -163,69 +163,97 @@ class _Flavour:
     def pick(self, cond: str, yes: str, no: str) -> str:  # exact selection, no rounding
         return f"select({no}, {yes}, {cond})" if self.width else f"(({cond}) ? {yes} : {no})"
 
-    @property
-    def sfx(self) -> str:  # the helpers' name suffix
-        return f"{self.tag}x{self.width}" if self.width else self.tag
 
-
-def _float_helpers(spec: FloatSpec, fl: _Flavour | None = None) -> str:
-    """log, sqrt and the quarter-turn sine/cosine of one float type (mapping.py)."""
-    fl = fl or _Flavour(spec)
-    tag, t, u, s, x = fl.tag, fl.t, fl.u, fl.s, fl.sfx
+def _log_lines(spec: FloatSpec, fl: _Flavour, x: str, n: str) -> list[str]:
+    """Statements declaring ``lg{n}``, the natural logarithm of the positive normal ``x``
+    (mapping.log): exponent and mantissa, a Newton reciprocal, the atanh series."""
+    tag, t, u, s = fl.tag, fl.t, fl.u, fl.s
     lit = functools.partial(_lit, spec)
-    recip = "\n".join(
-        f"    y = MUL_{tag}(y, SUB_{tag}({lit(2)}, MUL_{tag}(d, y)));"
-        for _ in range(spec.recip_steps))
-    rsqrt = "\n".join(
-        f"    y = MUL_{tag}(y, SUB_{tag}({lit(1.5)}, MUL_{tag}(hx, MUL_{tag}(y, y))));"
-        for _ in range(spec.rsqrt_steps))
+    mul, add, sub = f"MUL_{tag}", f"ADD_{tag}", f"SUB_{tag}"
+    return [
+        f"{u} b{n} = {fl.bits(x)};",
+        f"{s} e{n} = {fl.as_s(f'b{n} >> {spec.mant}')} - {spec.bias};",
+        f"{u} mb{n} = (b{n} & ((({u})1 << {spec.mant}) - 1)) | (({u}){spec.bias} << {spec.mant});",
+        # m > sqrt 2: halve it (branch-free)
+        f"{u} big{n} = {fl.one_if(f'mb{n} > ({u}){spec.sqrt2_bits}u')};",
+        f"mb{n} -= big{n} << {spec.mant};",
+        f"e{n} += {fl.as_s(f'big{n}')};",
+        f"{t} m{n} = {fl.from_bits(f'mb{n}')};",
+        f"{t} f{n} = {sub}(m{n}, {lit(1)});",
+        f"{t} d{n} = {add}(m{n}, {lit(1)});",
+        f"{t} y{n} = {sub}({lit(spec.recip_a)}, {mul}({lit(spec.recip_b)}, d{n}));",
+        *[f"y{n} = {mul}(y{n}, {sub}({lit(2)}, {mul}(d{n}, y{n})));"
+          for _ in range(spec.recip_steps)],
+        f"{t} sv{n} = {mul}(f{n}, y{n});",
+        f"{t} z{n} = {mul}(sv{n}, sv{n});",
+        f"{t} lm{n} = {mul}(sv{n}, {_horner(spec, tag, f'z{n}', spec.log_c)});",
+        f"{t} fe{n} = {fl.to_t(f'e{n}')};",
+        f"{t} lg{n} = {add}({mul}(fe{n}, {lit(spec.ln2_hi)}), "
+        f"{add}({mul}(fe{n}, {lit(spec.ln2_lo)}), lm{n}));",
+    ]
+
+
+def _sqrt_lines(spec: FloatSpec, fl: _Flavour, x: str, n: str) -> list[str]:
+    """Statements declaring ``sq{n}``, the square root of the positive normal ``x``
+    (mapping.sqrt): ``x`` times a Newton reciprocal square root from a bit guess."""
+    tag, t, u = fl.tag, fl.t, fl.u
+    lit = functools.partial(_lit, spec)
+    mul, sub = f"MUL_{tag}", f"SUB_{tag}"
+    return [
+        f"{t} ry{n} = {fl.from_bits(f'({u}){spec.rsqrt_magic}u - ({fl.bits(x)} >> 1)')};",
+        f"{t} hx{n} = {mul}({lit(0.5)}, {x});",
+        *[f"ry{n} = {mul}(ry{n}, {sub}({lit(1.5)}, {mul}(hx{n}, {mul}(ry{n}, ry{n}))));"
+          for _ in range(spec.rsqrt_steps)],
+        f"{t} sq{n} = {mul}({x}, ry{n});",
+    ]
+
+
+def _open(spec: FloatSpec, fl: _Flavour, k: str) -> str:
+    """``(k | 1) 2**-ubits``: a uniform in (0, 1) (mapping.to_open_unit)."""
+    return f"MUL_{fl.tag}({fl.to_t(fl.as_s(f'({k}) | 1'))}, {_lit(spec, 2.0 ** -spec.ubits)})"
+
+
+def _exponential_lines(spec: FloatSpec, fl: _Flavour, n: str, k: str) -> list[str]:
+    """Statements declaring ``ex{n}`` = -log u of the uniform bits ``k`` (mapping.exponential)."""
+    return [f"{fl.t} u{n} = {_open(spec, fl, k)};", *_log_lines(spec, fl, f"u{n}", n),
+            f"{fl.t} ex{n} = -lg{n};"]
+
+
+def _normal_pair_lines(spec: FloatSpec, fl: _Flavour, n: str, radius: str, angle: str
+                       ) -> list[str]:
+    """Statements declaring ``z{n}_0``, ``z{n}_1``: the normal pair of the uniform bits
+    ``radius`` and ``angle`` (mapping.normal_pair, Box--Muller)."""
+    tag, t, u = fl.tag, fl.t, fl.u
+    lit = functools.partial(_lit, spec)
+    mul = f"MUL_{tag}"
     ub = spec.ubits
-    return f"""
-FN {t} log_{x}({t} x) {{
-    {u} b = {fl.bits("x")};
-    {s} e = {fl.as_s(f"b >> {spec.mant}")} - {spec.bias};
-    {u} mb = (b & ((({u})1 << {spec.mant}) - 1)) | (({u}){spec.bias} << {spec.mant});
-    {u} big = {fl.one_if(f"mb > ({u}){spec.sqrt2_bits}u")};  /* m > sqrt 2: halve it (branch-free) */
-    mb -= big << {spec.mant};
-    e += {fl.as_s("big")};
-    {t} m = {fl.from_bits("mb")};
-    {t} f = SUB_{tag}(m, {lit(1)});
-    {t} d = ADD_{tag}(m, {lit(1)});
-    {t} y = SUB_{tag}({lit(spec.recip_a)}, MUL_{tag}({lit(spec.recip_b)}, d));
-{recip}
-    {t} sv = MUL_{tag}(f, y);
-    {t} z = MUL_{tag}(sv, sv);
-    {t} lm = MUL_{tag}(sv, {_horner(spec, tag, "z", spec.log_c)});
-    {t} fe = {fl.to_t("e")};
-    return ADD_{tag}(MUL_{tag}(fe, {lit(spec.ln2_hi)}), ADD_{tag}(MUL_{tag}(fe, {lit(spec.ln2_lo)}), lm));
-}}
+    turn = fl.as_s(f"ka{n}") + " - " + fl.as_s(f"j{n} << {ub - 2}")
+    return [
+        f"{t} u{n} = {_open(spec, fl, radius)};",
+        *_log_lines(spec, fl, f"u{n}", n),
+        f"{t} r2{n} = {mul}({lit(-2)}, lg{n});",
+        *_sqrt_lines(spec, fl, f"r2{n}", n),  # sq{n}: the radius
+        f"{u} ka{n} = {angle};",
+        f"{u} j{n} = (ka{n} + (({u})1 << {ub - 3})) >> {ub - 2};  /* quarter turns */",
+        f"{t} fa{n} = {mul}({fl.to_t(turn)}, {lit(2.0 ** -ub)});",
+        f"{u} q{n} = j{n} & 3;",
+        f"{t} za{n} = {mul}(fa{n}, fa{n});",
+        f"{t} s{n} = {mul}(fa{n}, {_horner(spec, tag, f'za{n}', spec.sin_c)});",
+        f"{t} c{n} = {_horner(spec, tag, f'za{n}', spec.cos_c)};",
+        f"{t} cq{n} = {fl.pick(f'(q{n} & 1) != 0', f's{n}', f'c{n}')};",
+        f"{t} sn{n} = {fl.pick(f'(q{n} & 1) != 0', f'c{n}', f's{n}')};",
+        f"{t} z{n}_0 = {mul}(sq{n}, {fl.pick(f'(q{n} == 1) | (q{n} == 2)', f'-cq{n}', f'cq{n}')});",
+        f"{t} z{n}_1 = {mul}(sq{n}, {fl.pick(f'q{n} >= 2', f'-sn{n}', f'sn{n}')});",
+    ]
 
-FN {t} sqrt_{x}({t} x) {{
-    {t} y = {fl.from_bits(f"({u}){spec.rsqrt_magic}u - ({fl.bits('x')} >> 1)")};
-    {t} hx = MUL_{tag}({lit(0.5)}, x);
-{rsqrt}
-    return MUL_{tag}(x, y);
-}}
 
-/* (k | 1) 2**-{ub}: a uniform in (0, 1) */
-FN {t} open_{x}({u} k) {{ return MUL_{tag}({fl.to_t(fl.as_s("k | 1"))}, {lit(2.0 ** -ub)}); }}
-
-/* the polynomials of sin(2 pi f) and cos(2 pi f), |f| <= 1/8 */
-FN {t} sinp_{x}({t} f) {{
-    {t} z = MUL_{tag}(f, f);
-    return MUL_{tag}(f, {_horner(spec, tag, "z", spec.sin_c)});
-}}
-
-FN {t} cosp_{x}({t} f) {{
-    {t} z = MUL_{tag}(f, f);
-    return {_horner(spec, tag, "z", spec.cos_c)};
-}}
-
-/* sqrt(-2 log u): the radius of Box--Muller */
-FN {t} radius_{x}({u} k) {{
-    return sqrt_{x}(MUL_{tag}({lit(-2)}, log_{x}(open_{x}(k))));
-}}
-"""
+def _interleaved(parts: list[list[str]]) -> str:
+    """Several transforms' statements, statement by statement: the independent dependency
+    chains side by side, so the core overlaps their latencies (docs/random.md, "Speed")."""
+    out = []
+    for row in zip(*parts, strict=True):
+        out += row
+    return "".join(f"    {line}\n" for line in out)
 
 
 def _u64(v: str, a: int) -> str:
@@ -245,7 +273,7 @@ def _bits(spec: FloatSpec, e: int, fl: _Flavour | None = None, v: str = "x") -> 
 
 def _values(family: str, spec: FloatSpec, fl: _Flavour, v: str) -> tuple[str, list[str]]:
     """(statements, one expression per output) of the block(s) whose words are ``v0 .. v3``."""
-    tag, x = fl.tag, fl.sfx
+    tag = fl.tag
     e = per_block(family, spec.dtype)
     lit = functools.partial(_lit, spec)
     if family == "uniform":
@@ -253,45 +281,23 @@ def _values(family: str, spec: FloatSpec, fl: _Flavour, v: str) -> tuple[str, li
                     f"{fl.to_t(fl.as_s(_bits(spec, i, fl, v)))}, {lit(2.0 ** -spec.ubits)})))"
                     for i in range(e)]
     if family == "exponential":
-        return "", [f"MUL_{tag}(scale, -log_{x}(open_{x}({_bits(spec, i, fl, v)})))"
-                    for i in range(e)]
+        parts = [_exponential_lines(spec, fl, f"_{v}{i}", _bits(spec, i, fl, v))
+                 for i in range(e)]
+        return _interleaved(parts), [f"MUL_{tag}(scale, ex_{v}{i})" for i in range(e)]
     # normal: pairs of uniforms (radius, angle), Box--Muller (mapping.normal_pair)
-    lines = []
-    for q in range(e // 2):
-        lines += _normal_pair(spec, fl, f"{v}_{q}", _bits(spec, 2 * q, fl, v),
-                              _bits(spec, 2 * q + 1, fl, v))
-    return "\n".join(lines) + "\n", [
-        f"ADD_{tag}(loc, MUL_{tag}(scale, z{v}_{i // 2}_{i % 2}))" for i in range(e)]
-
-
-def _normal_pair(spec: FloatSpec, fl: _Flavour, p: str, radius: str, angle: str) -> list[str]:
-    """Statements declaring ``z{p}_0``, ``z{p}_1``: the normal pair of the uniform bits
-    ``radius`` and ``angle`` (mapping.normal_pair)."""
-    tag, t, u, x = fl.tag, fl.t, fl.u, fl.sfx
-    lit = functools.partial(_lit, spec)
-    ub = spec.ubits
-    turn = fl.as_s(f"ka{p}") + " - " + fl.as_s(f"j{p} << {ub - 2}")
-    return [
-        f"    {u} ka{p} = {angle};",
-        f"    {u} j{p} = (ka{p} + (({u})1 << {ub - 3})) >> {ub - 2};  /* quarter turns */",
-        f"    {t} f{p} = MUL_{tag}({fl.to_t(turn)}, {lit(2.0 ** -ub)});",
-        f"    {u} q{p} = j{p} & 3;",
-        f"    {t} r{p} = radius_{x}({radius});",
-        f"    {t} s{p} = sinp_{x}(f{p}), c{p} = cosp_{x}(f{p});",
-        f"    {t} cq{p} = {fl.pick(f'(q{p} & 1) != 0', f's{p}', f'c{p}')};",
-        f"    {t} sq{p} = {fl.pick(f'(q{p} & 1) != 0', f'c{p}', f's{p}')};",
-        f"    {t} z{p}_0 = MUL_{tag}(r{p}, {fl.pick(f'(q{p} == 1) | (q{p} == 2)', f'-cq{p}', f'cq{p}')});",
-        f"    {t} z{p}_1 = MUL_{tag}(r{p}, {fl.pick(f'q{p} >= 2', f'-sq{p}', f'sq{p}')});",
-    ]
+    parts = [_normal_pair_lines(spec, fl, f"_{v}{q}", _bits(spec, 2 * q, fl, v),
+                                _bits(spec, 2 * q + 1, fl, v)) for q in range(e // 2)]
+    return _interleaved(parts), [
+        f"ADD_{tag}(loc, MUL_{tag}(scale, z_{v}{i // 2}_{i % 2}))" for i in range(e)]
 
 
 def _wide_values(family: str, spec: FloatSpec, names: list[str]) -> tuple[str, dict]:
     """The normal and exponential transforms of the vector kernel, two lane groups' inputs
-    joined into one 16-wide vector (LLVM splits it into adjacent 8-wide halves, two
-    independent chains side by side).  Returns (statements, {(group, row): expression})."""
+    joined into one 16-wide vector, all of a work-item's transforms interleaved statement by
+    statement.  Returns (statements, {(group, row): expression})."""
     fl = _Flavour(spec, 2 * LANES)
     fl8 = _Flavour(spec, LANES)
-    tag, t, u = fl.tag, fl.t, fl.u
+    tag, u = fl.tag, fl.u
     e = per_block(family, spec.dtype)
     if family == "normal":  # items: (rows, radius bits, angle bits) of one lane group
         items = [((g, 2 * q), (g, 2 * q + 1), _bits(spec, 2 * q, fl8, v),
@@ -299,20 +305,21 @@ def _wide_values(family: str, spec: FloatSpec, names: list[str]) -> tuple[str, d
                  for g, v in enumerate(names) for q in range(e // 2)]
     else:
         items = [((g, r), _bits(spec, r, fl8, v)) for g, v in enumerate(names) for r in range(e)]
-    lines, out = [], {}
+    parts, out = [], {}
     for i in range(0, len(items), 2):
         a, b = items[i], items[i + 1]
-        p = f"w{i // 2}"
+        n = f"_w{i // 2}"
         if family == "normal":
-            lines += _normal_pair(spec, fl, p, f"({u})({a[2]}, {b[2]})", f"({u})({a[3]}, {b[3]})")
+            parts.append(_normal_pair_lines(spec, fl, n, f"({u})({a[2]}, {b[2]})",
+                                            f"({u})({a[3]}, {b[3]})"))
             for k in (0, 1):
-                lines.append(f"    {t} y{p}_{k} = ADD_{tag}(loc, MUL_{tag}(scale, z{p}_{k}));")
-                out[a[k]], out[b[k]] = f"y{p}_{k}.lo", f"y{p}_{k}.hi"
+                y = f"ADD_{tag}(loc, MUL_{tag}(scale, z{n}_{k}))"
+                out[a[k]], out[b[k]] = f"({y}).lo", f"({y}).hi"
         else:
-            lines.append(f"    {t} y{p} = MUL_{tag}(scale, -log_{fl.sfx}(open_{fl.sfx}("
-                         f"({u})({a[1]}, {b[1]}))));")
-            out[a[0]], out[b[0]] = f"y{p}.lo", f"y{p}.hi"
-    return "\n".join(lines) + "\n", out
+            parts.append(_exponential_lines(spec, fl, n, f"({u})({a[1]}, {b[1]})"))
+            y = f"MUL_{tag}(scale, ex{n})"
+            out[a[0]], out[b[0]] = f"({y}).lo", f"({y}).hi"
+    return _interleaved(parts), out
 
 
 def _family_params(family: str, spec: FloatSpec) -> tuple[str, list[str]]:
@@ -346,7 +353,7 @@ def _float_kernel(family: str, spec: FloatSpec) -> tuple[str, list[str]]:
     whole = "\n".join(f"        out[first + {r * LANES}] = {val};" for r, val in enumerate(values))
     tail = "\n".join(f"        if (first + {r * LANES} < n) out[first + {r * LANES}] = {val};"
                      for r, val in enumerate(values))
-    src = f"""{_float_helpers(spec) if family != "uniform" else ""}
+    src = f"""
 KERNEL void rng_{family}_{tag}(GLOBAL {t} *out, u64 n, u32 k0, u32 k1, u64 off, u64 start{extra}) {{
     u64 b = start + GID;  /* the call's block; element of output r: first + r * {LANES} */
     u64 first = (b / {LANES}) * {e * LANES} + b % {LANES};
@@ -463,8 +470,7 @@ def _float_vector_kernel(family: str, spec: FloatSpec, groups: int) -> tuple[str
         rows += [(t, LANES, val, f"{o} + {r * LANES}") for r, val in enumerate(values)]
     body += _row_stores(rows)
     name = f"rng_{family}_{fl.tag}_v{groups}"
-    helpers = "" if family == "uniform" else _float_helpers(spec, _Flavour(spec, 2 * LANES))
-    src = f"""{helpers}
+    src = f"""
 KERNEL void {name}(GLOBAL {t} *out, u64 nwi, u32 k0, u32 k1, u64 off, u32 stream{extra}) {{
     u64 w = GID;
     if (w >= nwi) return;
