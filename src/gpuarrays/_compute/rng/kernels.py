@@ -6,8 +6,11 @@ Every element is computed from its index alone, so the numbers do not depend
 on the launch shape.  The floating families lie in lane groups of 8 blocks
 (``layout.py``) and have two kernels: a scalar one (one block per work-item,
 every dialect: GPUs, and the tail of a call on CPUs) and, for OpenCL on CPU
-devices, a vector one (several lane groups per work-item in ``uint8`` words,
-one ``vstore8`` per row; docs/random.md, "Speed").  Floating-point work goes
+devices, a vector one (several lane groups per work-item, the Philox words in
+the low halves of ``ulong8`` lanes, each row one vector store, non-temporal for
+outputs larger than the device's cache; docs/random.md, "Speed").  The
+transforms are straight-line statements, a work-item's several transforms
+interleaved statement by statement.  Floating-point work goes
 through ``MUL``/``ADD``/``SUB`` macros: plain operators under ``#pragma OPENCL
 FP_CONTRACT OFF`` in OpenCL C, the ``__fmul_rn``-family intrinsics (never
 contracted) in CUDA C, so each operation is one correctly rounded IEEE
