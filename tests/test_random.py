@@ -18,7 +18,7 @@ from scipy import stats
 
 import gpuarrays as ga
 from gpuarrays._compute import rng as _rng
-from gpuarrays._compute.rng import kernels, philox
+from gpuarrays._compute.rng import kernels, philox, reference
 
 CPU = ga.get_device("cpu:0")
 SEEDS = [0, 1, 2**63 + 5]
@@ -31,10 +31,25 @@ def bits(a: ga.GPUArray) -> np.ndarray:
     return h.view(f"u{h.dtype.itemsize}") if h.dtype.kind == "f" else h
 
 
+def reference_run(make, seed):
+    """``make(generator)`` on cpu:0 with the NumPy reference (``rng/reference.py``) in place
+    of the cpu engine's compiled kernels: the oracle, independent of the kernel generator."""
+    generate, permutation_index = _rng.generate, _rng.permutation_index
+    _rng.generate = lambda family, out, key, offset, params: reference.generate(
+        family, _rng._view(out).reshape(-1), key, offset, params)
+    _rng.permutation_index = lambda out, key, offset, keys=None, idx=None: (
+        reference.permutation_index(_rng._view(out), key, offset))
+    try:
+        return make(ga.random.default_rng(seed, device=CPU))
+    finally:
+        _rng.generate, _rng.permutation_index = generate, permutation_index
+
+
 def same(dev, make, seeds=SEEDS):
-    """``make(generator)`` on ``dev`` and on cpu:0 from the same seeds: identical bits."""
+    """``make(generator)`` on ``dev`` (cpu:0 included: its compiled kernels) and in the NumPy
+    reference from the same seeds: identical bits."""
     for seed in seeds:
-        want = bits(make(ga.random.default_rng(seed, device=CPU)))
+        want = bits(reference_run(make, seed))
         got = bits(make(ga.random.default_rng(seed, device=dev)))
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_array_equal(got, want)
@@ -273,14 +288,13 @@ def test_floats_are_identical_on_every_opencl_device(dtype):
 
 
 def _chunked(seed: int, n: int) -> np.ndarray:
-    """The cpu engine run block range by block range (its chunking changes nothing)."""
+    """The NumPy reference run block range by block range (its chunking changes nothing)."""
     g = ga.random.default_rng(seed)
     out = np.empty(n, np.float32)
-    from gpuarrays._compute.rng import cpu
     step = 32  # elements: one lane group of 8 blocks
     for lo in range(0, n, step):
         part = out[lo:lo + step]
-        cpu.generate("normal", part, g.state["key"], lo // 4, (0.0, 1.0))
+        reference.generate("normal", part, g.state["key"], lo // 4, (0.0, 1.0))
     return out.view(np.uint32)
 
 
@@ -546,6 +560,36 @@ def test_every_kernel_compiles_for_cuda():
         src, _ = kernels.source("cuda", name)
         image, kind = compile_image(src, 70)
         assert image and kind in ("cubin", "ptx")
+
+
+def test_the_cpu_engines_c_is_the_generators():
+    """``gpuarrays._rng`` compiles ``src/native/rng/rng_kernels.h``; it must be what the one
+    kernel template writes today (else: ``kernels.write_c_header()`` and rebuild)."""
+    import pathlib
+    header = pathlib.Path(__file__).resolve().parents[1] / kernels.C_HEADER
+    assert header.read_text() == kernels.c_source(), (
+        f"{header} is stale: run kernels.write_c_header() from the checkout and rebuild")
+    assert set(kernels.names("c")) == {
+        n for n in kernels.names("cuda")
+        if n.startswith(("rng_uniform", "rng_normal", "rng_exponential", "rng_integers"))
+        or n == "rng_keys"}
+
+
+def test_the_cpu_engine_refuses_bad_launches_before_running():
+    from gpuarrays import _rng as engine
+    out = np.zeros(8, np.float32)
+    args = (out.ctypes.data, 8, 1, 2, 0, 0, 0.0, 1.0)
+    with pytest.raises(ValueError, match="no kernel rng_nothing"):
+        engine.launch("rng_nothing", args, 2)
+    with pytest.raises(TypeError, match="takes 8 arguments, got 7"):
+        engine.launch("rng_uniform_f32", args[:7], 2)
+    with pytest.raises(OverflowError):
+        engine.launch("rng_uniform_f32", (out.ctypes.data, -8, *args[2:]), 2)
+    with pytest.raises(TypeError):
+        engine.launch("rng_uniform_f32", (*args[:6], "low", 1.0), 2)
+    assert not out.any()  # nothing ran
+    engine.launch("rng_uniform_f32", args, 1)  # one block: 4 rows of its lane group
+    assert np.count_nonzero(out) == 1 and out[0] > 0
 
 
 def test_every_kernel_source_builds_for_opencl(device):

@@ -1,18 +1,21 @@
 """Random numbers in the compute layer: Philox4x32-10 on every back-end (docs/random.md).
 
 ``philox.py`` is the bijection, ``layout.py`` says which block holds which
-element, ``mapping.py`` turns bits into numbers, ``cpu.py`` is the cpu engine
-(NumPy over the result's memory) and ``kernels.py`` the device kernels (one C
-template for OpenCL and CUDA).  The functions here take gpuarrays arrays the
-caller allocated (``gpuarrays.random`` checks arguments and allocates) and
-pick the engine by the array's device; nothing goes through the host on a
-device back-end.
+element, ``mapping.py`` turns bits into numbers and ``kernels.py`` writes the
+kernels (one C template: OpenCL C and CUDA C for the device back-ends, plain C
+compiled into the core for cpu:0).  ``reference.py`` computes the same numbers
+with NumPy, the tests' oracle.  The functions here take gpuarrays arrays the
+caller allocated (``gpuarrays.random`` checks arguments and allocates); nothing
+goes through the host on a device back-end.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..._common.raw import ndarray_at
-from . import cpu, kernels
+from ...backends.base import RawView
+from . import kernels
 from .layout import blocks, per_block
 
 __all__ = ["generate", "permutation_index", "take_rows", "blocks", "per_block", "scratch_size"]
@@ -34,10 +37,7 @@ def generate(family: str, out, key: tuple[int, int], offset: int, params: tuple)
     ``"exponential"`` (``scale``), ``"integers"`` (``low bits, range, threshold,
     wide``) or ``"keys"``.
     """
-    if _on_cpu(out):
-        cpu.generate(family, _view(out).reshape(-1), key, offset, params)
-    else:
-        kernels.generate(family, out.device, out._raw(), key, offset, params)
+    kernels.generate(family, out.device, out._raw(), key, offset, params)
 
 
 def scratch_size(n: int) -> int:
@@ -51,8 +51,11 @@ def permutation_index(out, key: tuple[int, int], offset: int, keys=None, idx=Non
     On device back-ends ``keys`` (uint64) and ``idx`` (uint32) are scratch
     arrays of ``scratch_size(n)`` elements; the cpu engine needs none.
     """
-    if _on_cpu(out):
-        cpu.permutation_index(_view(out), key, offset)
+    if _on_cpu(out):  # the keys from the C kernel, then NumPy's stable argsort
+        keys = np.empty(out.size, np.uint64)
+        kernels.generate("keys", out.device, RawView(keys.ctypes.data, keys.shape, keys.strides,
+                                                      keys.dtype), key, offset, ())
+        _view(out)[...] = np.argsort(keys, kind="stable")
     else:
         kernels.permutation_index(out.device, out._raw(), keys._raw(), idx._raw(), key, offset)
 
@@ -67,7 +70,8 @@ def _width(*numbers: int) -> int:
 def take_rows(dst, src, index) -> None:
     """``dst[r] = src[index[r]]`` along axis 0; ``dst`` C-contiguous, ``src`` rows contiguous."""
     if _on_cpu(dst):
-        cpu.take_rows(_view(dst), _view(src), _view(index))
+        # dst[r] = src[index[r]] (index valid, dst never buffered)
+        np.take(_view(src), _view(index), axis=0, out=_view(dst), mode="wrap")
         return
     s = src._raw()
     rowbytes = src.nbytes // max(src.shape[0], 1)

@@ -30,6 +30,7 @@ import re
 
 import numpy as np
 
+from ... import _rng
 from ...backends.base import RawView
 from ..device import diskcache
 from .layout import LANES, per_block
@@ -44,6 +45,7 @@ _PRELUDE = {
 typedef uchar u8; typedef ushort u16; typedef uint u32; typedef ulong u64; typedef long i64;
 typedef int i32;
 #define KERNEL __kernel
+#define ITEM
 #define GLOBAL __global
 #define FN inline
 #define GID ((u64)get_global_id(0))
@@ -66,6 +68,7 @@ typedef int i32;
     "cuda": """typedef unsigned char u8; typedef unsigned short u16; typedef unsigned int u32;
 typedef unsigned long long u64; typedef long long i64; typedef int i32;
 #define KERNEL extern "C" __global__
+#define ITEM
 #define GLOBAL
 #define FN __device__ inline
 #define GID ((u64)blockIdx.x * blockDim.x + threadIdx.x)
@@ -85,8 +88,49 @@ typedef unsigned long long u64; typedef long long i64; typedef int i32;
 #define ADD_f64(a, b) __dadd_rn((a), (b))
 #define SUB_f64(a, b) __dsub_rn((a), (b))
 """,
+    # plain C for the cpu engine (compiled into the core: ``c_source``); a kernel is a function
+    # of one work-item, its index the first argument; no contraction (-ffp-contract=off)
+    "c": """#include <float.h>
+#include <stdint.h>
+#include <string.h>
+#if FLT_EVAL_METHOD != 0
+#error "the random kernels need float and double arithmetic without excess precision"
+#endif
+typedef uint8_t u8; typedef uint16_t u16; typedef uint32_t u32; typedef uint64_t u64;
+typedef int64_t i64; typedef int32_t i32;
+#define KERNEL static
+#define ITEM u64 gid_,
+#define GLOBAL
+#define FN static inline
+#define GID gid_
+static inline u64 rng_mulhi64(u64 a, u64 b)
+{
+#if defined(__SIZEOF_INT128__)
+    return (u64)(((unsigned __int128)a * b) >> 64);
+#else
+    u64 al = a & 0xFFFFFFFFu, ah = a >> 32, bl = b & 0xFFFFFFFFu, bh = b >> 32;
+    u64 mid = (al * bl >> 32) + (al * bh & 0xFFFFFFFFu) + (ah * bl & 0xFFFFFFFFu);
+    return ah * bh + (al * bh >> 32) + (ah * bl >> 32) + (mid >> 32);
+#endif
 }
-_FP64 = {"opencl": "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n", "cuda": ""}
+static inline u32 rng_bits_f32(float x) { u32 b; memcpy(&b, &x, sizeof b); return b; }
+static inline float rng_from_f32(u32 b) { float x; memcpy(&x, &b, sizeof x); return x; }
+static inline u64 rng_bits_f64(double x) { u64 b; memcpy(&b, &x, sizeof b); return b; }
+static inline double rng_from_f64(u64 b) { double x; memcpy(&x, &b, sizeof x); return x; }
+#define MULHI64(a, b) rng_mulhi64((u64)(a), (u64)(b))
+#define BITS_f32(x) rng_bits_f32(x)
+#define FROM_f32(x) rng_from_f32(x)
+#define BITS_f64(x) rng_bits_f64(x)
+#define FROM_f64(x) rng_from_f64(x)
+#define MUL_f32(a, b) ((a) * (b))
+#define ADD_f32(a, b) ((a) + (b))
+#define SUB_f32(a, b) ((a) - (b))
+#define MUL_f64(a, b) ((a) * (b))
+#define ADD_f64(a, b) ((a) + (b))
+#define SUB_f64(a, b) ((a) - (b))
+""",
+}
+_FP64 = {"opencl": "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n", "cuda": "", "c": ""}
 
 def _philox_source() -> str:
     """Philox4x32-10 as a macro declaring the four words ``X##0 .. X##3`` of one block.
@@ -357,7 +401,7 @@ def _float_kernel(family: str, spec: FloatSpec) -> tuple[str, list[str]]:
     tail = "\n".join(f"        if (first + {r * LANES} < n) out[first + {r * LANES}] = {val};"
                      for r, val in enumerate(values))
     src = f"""
-KERNEL void rng_{family}_{tag}(GLOBAL {t} *out, u64 n, u32 k0, u32 k1, u64 off, u64 start{extra}) {{
+KERNEL void rng_{family}_{tag}(ITEM GLOBAL {t} *out, u64 n, u32 k0, u32 k1, u64 off, u64 start{extra}) {{
     u64 b = start + GID;  /* the call's block; element of output r: first + r * {LANES} */
     u64 first = (b / {LANES}) * {e * LANES} + b % {LANES};
     if (first >= n) return;
@@ -474,7 +518,7 @@ def _float_vector_kernel(family: str, spec: FloatSpec, groups: int) -> tuple[str
     body += _row_stores(rows)
     name = f"rng_{family}_{fl.tag}_v{groups}"
     src = f"""
-KERNEL void {name}(GLOBAL {t} *out, u64 nwi, u32 k0, u32 k1, u64 off, u32 stream{extra}) {{
+KERNEL void {name}(ITEM GLOBAL {t} *out, u64 nwi, u32 k0, u32 k1, u64 off, u32 stream{extra}) {{
     u64 w = GID;
     if (w >= nwi) return;
 {body}}}
@@ -524,7 +568,7 @@ FN u64 draw32(u32 v, u32 k0, u32 k1, u64 blk, u32 lane, u64 range, u64 thresh) {
                   for i in range(lanes)]
     name = f"rng_integers{64 if wide else 32}_{ot}"
     src = f"""{helper}
-KERNEL void {name}(GLOBAL {ot} *out, u64 n, u32 k0, u32 k1, u64 off, u64 low, u64 range, u64 thresh) {{
+KERNEL void {name}(ITEM GLOBAL {ot} *out, u64 n, u32 k0, u32 k1, u64 off, u64 low, u64 range, u64 thresh) {{
     u64 b = GID;
     u64 first = b * {lanes};
     if (first >= n) return;
@@ -538,7 +582,7 @@ KERNEL void {name}(GLOBAL {ot} *out, u64 n, u32 k0, u32 k1, u64 off, u64 low, u6
 _PERM = {
     "rng_keys": (f"""
 /* out[t] = the random 64-bit key of element t: words 2l | 2l + 1 of block t / 2 */
-KERNEL void rng_keys(GLOBAL u64 *out, u64 n, u32 k0, u32 k1, u64 off) {{
+KERNEL void rng_keys(ITEM GLOBAL u64 *out, u64 n, u32 k0, u32 k1, u64 off) {{
     u64 b = GID;
     u64 first = 2 * b;
     if (first >= n) return;
@@ -548,7 +592,7 @@ KERNEL void rng_keys(GLOBAL u64 *out, u64 n, u32 k0, u32 k1, u64 off) {{
 """, ["ptr", "u8", "u4", "u4", "u8"]),
     "rng_perm_init": (f"""
 /* keys[t] = the random 64-bit key of element t (t < n), all ones for the padding; idx[t] = t */
-KERNEL void rng_perm_init(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 n, u64 p, u32 k0, u32 k1, u64 off) {{
+KERNEL void rng_perm_init(ITEM GLOBAL u64 *keys, GLOBAL u32 *idx, u64 n, u64 p, u32 k0, u32 k1, u64 off) {{
     u64 b = GID;
     u64 t = 2 * b;
     if (t >= p) return;
@@ -563,7 +607,7 @@ KERNEL void rng_perm_init(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 n, u64 p, u32 k
 """, ["ptr", "ptr", "u8", "u8", "u4", "u4", "u8"]),
     "rng_bitonic": ("""
 /* One compare-exchange stage of a bitonic sort of (key, index) pairs: p / 2 work-items */
-KERNEL void rng_bitonic(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 j, u64 k, u64 pairs) {
+KERNEL void rng_bitonic(ITEM GLOBAL u64 *keys, GLOBAL u32 *idx, u64 j, u64 k, u64 pairs) {
     u64 t = GID;
     if (t >= pairs) return;
     u64 lo = ((t & ~(j - 1)) << 1) | (t & (j - 1));
@@ -579,7 +623,7 @@ KERNEL void rng_bitonic(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 j, u64 k, u64 pai
 }
 """, ["ptr", "ptr", "u8", "u8", "u8"]),
     "rng_perm_index": ("""
-KERNEL void rng_perm_index(GLOBAL i64 *out, GLOBAL const u32 *idx, u64 n) {
+KERNEL void rng_perm_index(ITEM GLOBAL i64 *out, GLOBAL const u32 *idx, u64 n) {
     u64 t = GID;
     if (t < n) out[t] = (i64)idx[t];
 }
@@ -592,7 +636,7 @@ def _bitonic_local_kernel(seg: int) -> tuple[str, list[str]]:
     work-items per group, each group on its own ``seg`` elements (one barrier per stage)."""
     half = seg // 2
     src = f"""
-KERNEL void rng_bitonic_local_{seg}(GLOBAL u64 *keys, GLOBAL u32 *idx, u64 kmin, u64 kmax) {{
+KERNEL void rng_bitonic_local_{seg}(ITEM GLOBAL u64 *keys, GLOBAL u32 *idx, u64 kmin, u64 kmax) {{
     LOCAL_MEM u64 lk[{seg}];
     LOCAL_MEM u32 li[{seg}];
     u64 base = GRP * {seg}, t = LID;
@@ -626,7 +670,7 @@ def _take_kernel(width: int, index: str) -> tuple[str, list[str]]:
     name = f"rng_take_u{width}_{index}"
     src = f"""
 /* dst word t = word c of row idx[r] of src (t = r * rowwords + c); rows of src step by stride words */
-KERNEL void {name}(GLOBAL u{width} *dst, GLOBAL const u{width} *src, GLOBAL const {it} *idx,
+KERNEL void {name}(ITEM GLOBAL u{width} *dst, GLOBAL const u{width} *src, GLOBAL const {it} *idx,
                    u64 nwords, u64 rowwords, i64 stride) {{
     u64 t = GID;
     if (t >= nwords) return;
@@ -640,7 +684,7 @@ KERNEL void {name}(GLOBAL u{width} *dst, GLOBAL const u{width} *src, GLOBAL cons
 
 _WRITE_REFERENCE = ("""
 /* The bandwidth yardstick of the benchmark: one float32 store per work-item */
-KERNEL void bench_write_f32(GLOBAL float *out, u64 n) {
+KERNEL void bench_write_f32(ITEM GLOBAL float *out, u64 n) {
     u64 i = GID;
     if (i < n) out[i] = (float)(u32)i;
 }
@@ -660,6 +704,7 @@ _SORT_IN_LOCAL = {"cpu": False, "gpu": True}
 # hide the multiplies' latencies; measured on PoCL (docs/random.md, "Speed").
 _GROUPS = {"uniform": 4, "normal": 4, "exponential": 4}
 _BOTH = ("opencl", "cuda")
+_ALL = ("opencl", "cuda", "c")  # the scalar kernels the cpu engine runs too
 
 
 def _kernel_table() -> dict[str, tuple]:
@@ -670,14 +715,14 @@ def _kernel_table() -> dict[str, tuple]:
         doubles = spec.dtype.itemsize == 8
         for family in ("uniform", "normal", "exponential"):
             table[f"rng_{family}_{tag}"] = (functools.partial(_float_kernel, family, spec),
-                                            doubles, _BOTH)
+                                            doubles, _ALL)
             g = _GROUPS[family]
             table[f"rng_{family}_{tag}_v{g}"] = (
                 functools.partial(_float_vector_kernel, family, spec, g), doubles, ("opencl",))
     for width in (8, 16, 32, 64):
         for wide in (False, True):
             table[f"rng_integers{64 if wide else 32}_u{width}"] = (
-                functools.partial(_integers_kernel, width, wide), False, _BOTH)
+                functools.partial(_integers_kernel, width, wide), False, _ALL)
         for index in ("u32", "i64"):
             table[f"rng_take_u{width}_{index}"] = (
                 functools.partial(_take_kernel, width, index), False, _BOTH)
@@ -685,7 +730,8 @@ def _kernel_table() -> dict[str, tuple]:
         table[f"rng_bitonic_local_{2 * local}"] = (
             functools.partial(_bitonic_local_kernel, 2 * local), False, _BOTH)
     for name, (src, params) in (*_PERM.items(), ("bench_write_f32", _WRITE_REFERENCE)):
-        table[name] = ((lambda s=src, p=params: (s, p)), False, _BOTH)
+        table[name] = ((lambda s=src, p=params: (s, p)), False,
+                       _ALL if name == "rng_keys" else _BOTH)
     return table
 
 
@@ -710,6 +756,52 @@ def source(dialect: str, name: str) -> tuple[str, tuple[str, ...]]:
     return text, tuple(params)
 
 
+# The cpu engine's C ------------------------------------------------------------------------
+
+_C_ARGS = {"ptr": ("p", "a[{}].p"), "u8": ("q", "a[{}].u"), "u4": ("i", "(u32)a[{}].u"),
+           "f4": ("f", "(float)a[{}].f"), "f8": ("d", "a[{}].f")}
+C_HEADER = "src/native/rng/rng_kernels.h"  # where ``c_source`` is kept, from the checkout
+
+
+def c_source() -> str:
+    """The kernels the cpu engine runs, in plain C, for ``gpuarrays._rng`` (``C_HEADER``).
+
+    Each kernel is a function of one work-item (its index first); ``run_<name>`` runs
+    work-items ``0 .. items - 1`` with arguments from an ``rng_value`` array, and
+    ``rng_kernels`` lists them with one character per parameter (``p`` pointer, ``q`` u64,
+    ``i`` u32, ``f`` float, ``d`` double).  A helper shared by several kernels is written
+    once.  ``write_c_header()`` rewrites the header; a test checks that the committed one is
+    current.
+    """
+    parts = ["/* Generated by gpuarrays/_compute/rng/kernels.py (c_source): do not edit.\n"
+             " * The random-number kernels in plain C for the cpu engine (docs/random.md). */\n",
+             _PRELUDE["c"], _PHILOX,
+             "typedef union { u64 u; double f; void *p; } rng_value;\n"]
+    helpers, table = set(), []
+    for name in names("c"):
+        body, params = _TABLE[name][0]()
+        helper, kernel = body.split("\nKERNEL void ", 1)
+        if helper not in helpers:
+            helpers.add(helper)
+            parts.append(helper)
+        args = ", ".join(_C_ARGS[t][1].format(i) for i, t in enumerate(params))
+        parts.append(f"\nKERNEL void {kernel}\n"
+                     f"static void run_{name}(const rng_value *a, u64 items)\n{{\n"
+                     f"    for (u64 g = 0; g < items; g++)\n        {name}(g, {args});\n}}\n")
+        table.append(f'    {{"{name}", "{"".join(_C_ARGS[t][0] for t in params)}", run_{name}}},')
+    parts.append("\ntypedef struct {\n    const char *name;\n    const char *params;\n"
+                 "    void (*run)(const rng_value *, u64);\n} rng_kernel;\n\n"
+                 "static const rng_kernel rng_kernels[] = {\n" + "\n".join(table) + "\n};\n")
+    return "".join(parts)
+
+
+def write_c_header(path: str = C_HEADER) -> None:
+    """Rewrite the cpu engine's C (``path`` from the checkout's root); rebuild ``_rng`` after:
+    ``python -c "from gpuarrays._compute.rng import kernels; kernels.write_c_header()"``."""
+    with open(path, "w") as f:
+        f.write(c_source())
+
+
 # Launching ------------------------------------------------------------------------------
 
 
@@ -721,6 +813,9 @@ _kernels: dict[tuple, object] = {}  # (device, kernel name) -> the back-end's co
 
 
 def _launch(device, name: str, values: list, items: int, local: int | None = None) -> None:
+    if device.backend == "cpu":  # gpuarrays._rng runs the C of the same template
+        _rng.launch(name, tuple(values), items)
+        return
     impl = device.impl
     if not hasattr(impl, "compile_kernel"):
         raise NotImplementedError(

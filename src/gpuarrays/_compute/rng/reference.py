@@ -1,12 +1,15 @@
-"""The cpu engine of the random numbers: NumPy over the result's own memory.
+"""The NumPy reference of the random numbers: the tests' oracle for every engine's bits.
 
-Each family turns the words of a range of Philox blocks (``philox.words``)
-into elements with the transforms of ``mapping.py`` and writes them through a
-NumPy view of the result (``gpuarrays._common.raw.ndarray_at``), a chunk of
-blocks at a time; NumPy never allocates the result.  The element-to-counter
-rule is the kernels' (docs/random.md, "Counters"; ``layout.py``), so the
-numbers are theirs: the floating families compute each block's outputs in
-block order and then store them row by row of each lane group.
+cpu:0 runs the kernels' C dialect (``kernels.c_source``, compiled into the core)
+and the device back-ends their OpenCL or CUDA; this module computes the same
+numbers with NumPy from ``philox.py`` and ``mapping.py`` alone, independently of
+the kernel generator, so that a mistake there cannot hide in every engine at
+once.  Each family turns the words of a range of Philox blocks
+(``philox.words``) into elements, a chunk of blocks at a time, writing through
+the given NumPy array.  The element-to-counter rule is the kernels'
+(docs/random.md, "Counters"; ``layout.py``): the floating families compute
+each block's outputs in block order and then store them row by row of each
+lane group.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from . import mapping
 from .layout import LANES, per_block
 from .philox import CHUNK, block, blocks, words
 
-__all__ = ["generate", "permutation_index", "take_rows"]
+__all__ = ["generate", "permutation_index"]
 
 _M32 = np.uint64(0xFFFFFFFF)
 
@@ -130,8 +133,3 @@ def permutation_index(out: np.ndarray, key: tuple[int, int], offset: int) -> Non
     keys = np.empty(out.size, np.uint64)
     generate("keys", keys, key, offset, ())
     out[...] = np.argsort(keys, kind="stable")
-
-
-def take_rows(dst: np.ndarray, src: np.ndarray, index: np.ndarray) -> None:
-    """``dst[r] = src[index[r]]`` along axis 0 (index valid, no buffering of ``dst``)."""
-    np.take(src, index, axis=0, out=dst, mode="wrap")
