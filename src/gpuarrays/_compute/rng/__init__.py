@@ -3,7 +3,7 @@
 ``philox.py`` is the bijection, ``layout.py`` says which block holds which
 element, ``mapping.py`` turns bits into numbers and ``kernels.py`` writes the
 kernels (one C template: OpenCL C and CUDA C for the device back-ends, plain C
-compiled into the core for cpu:0).  ``reference.py`` computes the same numbers
+compiled into ``gpuarrays._rng`` for cpu:0).  ``reference.py`` computes the same numbers
 with NumPy, the tests' oracle.  The functions here take gpuarrays arrays the
 caller allocated (``gpuarrays.random`` checks arguments and allocates); nothing
 goes through the host on a device back-end.

@@ -1,7 +1,8 @@
-"""The random-number kernels: one C source template for OpenCL C and CUDA C.
+"""The random-number kernels: one C source template for OpenCL C, CUDA C and plain C.
 
-The same Philox4x32-10 rounds and the same transforms as the cpu engine
-(``philox.py``, ``mapping.py``), written once with a few dialect macros.
+The same Philox4x32-10 rounds and the same transforms as the NumPy reference
+(``philox.py``, ``mapping.py``, ``reference.py``), written once with a few
+dialect macros; the plain C is the cpu engine (``c_source``).
 Every element is computed from its index alone, so the numbers do not depend
 on the launch shape.  The floating families lie in lane groups of 8 blocks
 (``layout.py``) and have two kernels: a scalar one (one block per work-item,
@@ -88,8 +89,8 @@ typedef unsigned long long u64; typedef long long i64; typedef int i32;
 #define ADD_f64(a, b) __dadd_rn((a), (b))
 #define SUB_f64(a, b) __dsub_rn((a), (b))
 """,
-    # plain C for the cpu engine (compiled into the core: ``c_source``); a kernel is a function
-    # of one work-item, its index the first argument; no contraction (-ffp-contract=off)
+    # plain C for the cpu engine (``c_source``, compiled into ``gpuarrays._rng``); a kernel is a
+    # function of one work-item, its index the first argument; no contraction (-ffp-contract=off)
     "c": """#include <float.h>
 #include <stdint.h>
 #include <string.h>
@@ -746,7 +747,8 @@ def names(dialect: str) -> tuple[str, ...]:
 
 @functools.cache
 def source(dialect: str, name: str) -> tuple[str, tuple[str, ...]]:
-    """``(C source, parameter types)`` of kernel ``name`` in ``dialect`` (``opencl``/``cuda``)."""
+    """``(C source, parameter types)`` of kernel ``name`` in ``dialect`` (``opencl``, ``cuda``,
+    or ``c``: the cpu engine's, whole in ``c_source``)."""
     build, doubles, dialects = _TABLE[name]
     if dialect not in dialects:
         raise ValueError(f"kernel {name} is written for {', '.join(dialects)} only, "

@@ -1,6 +1,6 @@
 """The NumPy reference of the random numbers: the tests' oracle for every engine's bits.
 
-cpu:0 runs the kernels' C dialect (``kernels.c_source``, compiled into the core)
+cpu:0 runs the kernels' C dialect (``kernels.c_source``, in ``gpuarrays._rng``)
 and the device back-ends their OpenCL or CUDA; this module computes the same
 numbers with NumPy from ``philox.py`` and ``mapping.py`` alone, independently of
 the kernel generator, so that a mistake there cannot hide in every engine at
