@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "gpuarrays"
 
 # Layers, lowest first: a module may import its own layer or any layer below it.
-LAYERS = ["_common", "backends", "_core", "_dlpack", "_memory", "_array", "_compute",
+LAYERS = ["_common", "backends", "_core", "_dlpack", "_rng", "_memory", "_array", "_compute",
           "linalg", "fft", "random", "interop", "__init__", "cli", "__main__"]
 
 
