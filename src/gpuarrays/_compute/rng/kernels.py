@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 
 import numpy as np
 
 from ... import _rng
 from ...backends.base import RawView
-from ..device import diskcache
+from ..device.reduce import compiled
 from .layout import LANES, per_block
 from .mapping import SPECS, FloatSpec
 from .philox import M0, M1, ROUNDS, W0, W1
@@ -811,7 +812,15 @@ def local_size(device) -> int:
     return _LOCAL[device.impl.launch_hint(device.index)]
 
 
-_kernels: dict[tuple, object] = {}  # (device, kernel name) -> the back-end's compiled kernel
+_kernels: dict[tuple, object] = {}  # (device, (back-end, kernel name)) -> compiled kernel
+_lock = threading.Lock()
+
+
+def _program(_dialect, key: tuple[str, str]) -> tuple[str, str, tuple[str, ...]]:
+    """``compiled``'s build: kernel ``key = (back-end name, kernel name)`` (our ``source``
+    takes the back-end's name, not its Dialect)."""
+    text, params = source(*key)
+    return text, key[1], params
 
 
 def _launch(device, name: str, values: list, items: int, local: int | None = None) -> None:
@@ -825,12 +834,9 @@ def _launch(device, name: str, values: list, items: int, local: int | None = Non
             f"(compile_kernel), which the {impl.name} back-end does not offer")
     if items == 0:
         return
-    kernel = _kernels.get((device, name))
-    if kernel is None:
-        src, params = source(impl.name, name)
-        # CUDA keeps compiled images on disk (the elementwise kernels' cache); OpenCL ignores it
-        kernel = impl.compile_kernel(device.index, src, name, params, cache=diskcache.default())
-        _kernels[(device, name)] = kernel  # a kernel object outlives device resets
+    # compiled once per device (a kernel object outlives device resets); CUDA keeps images
+    # on disk, OpenCL ignores the disk cache
+    kernel = compiled(device, (impl.name, name), _program, _kernels, _lock)
     local = local or local_size(device)
     while local > kernel.max_local:  # the numbers never depend on the launch shape
         local //= 2
@@ -863,7 +869,20 @@ def generate(family: str, device, out: RawView, key: tuple[int, int], offset: in
 # the scalar kernel (docs/random.md, "Speed").
 _VECTOR_DRIVERS = re.compile(r"\bPoCL (\d+)\.(\d+)")
 _VECTOR_MIN = (3, 1)
-_vector_ok: dict[tuple[int, int], bool] = {}
+_facts: dict[tuple[int, int], tuple[bool, int]] = {}
+
+
+def _cpu_device_facts(device) -> tuple[bool, int]:
+    """(whether the driver is a verified one, global memory cache bytes) of a CPU OpenCL
+    device, read once from the back-end's public PyOpenCL view."""
+    key = (id(device.impl), device.index)
+    facts = _facts.get(key)
+    if facts is None:
+        context, _ = device.impl.context_and_queue(device.index)
+        dev = context.devices[0]
+        facts = _facts[key] = (_driver_runs_vectors(dev.platform.version),
+                               int(dev.global_mem_cache_size))
+    return facts
 
 
 def _driver_runs_vectors(platform_version: str) -> bool:
@@ -877,28 +896,17 @@ def _vectors(device) -> bool:
     impl = device.impl
     if impl.name != "opencl" or impl.launch_hint(device.index) != "cpu":
         return False
-    key = (id(impl), device.index)
-    ok = _vector_ok.get(key)
-    if ok is None:
-        context, _ = impl.context_and_queue(device.index)  # the back-end's public PyOpenCL view
-        ok = _vector_ok[key] = _driver_runs_vectors(context.devices[0].platform.version)
-    return ok
+    return _cpu_device_facts(device)[0]
 
 
 _STREAM_ALIGN = 64  # bytes: the widest row a vector kernel stores (16 float32, 8 float64)
-_cache_bytes: dict[tuple[int, int], int] = {}
 
 
 def _stream_above(device) -> int:
     """Output bytes above which the vector kernels store past the cache: the device's global
     memory cache (an output that large would not stay in it anyway, and non-temporal stores
     skip reading each line before writing it: docs/random.md, "Speed")."""
-    key = (id(device.impl), device.index)
-    size = _cache_bytes.get(key)
-    if size is None:
-        context, _ = device.impl.context_and_queue(device.index)
-        size = _cache_bytes[key] = int(context.devices[0].global_mem_cache_size)
-    return size
+    return _cpu_device_facts(device)[1]
 
 
 def _generate_floats(family: str, device, out: RawView, n: int, e: int, key, offset: int,
