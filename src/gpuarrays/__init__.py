@@ -155,3 +155,9 @@ _PUBLIC_SUBPACKAGES = ("interop", "random", "linalg", "fft")  # linalg, fft: doc
 def __dir__() -> list[str]:
     """Public names only: ``__all__`` and the public subpackages (not internal modules)."""
     return sorted(set(__all__) | set(_PUBLIC_SUBPACKAGES))
+
+
+# distributed (de)serialises GPUArray in every process that imports gpuarrays (docs/dask.md)
+from .interop._dask_entry import register_distributed_lazily as _dask_lazily  # noqa: E402
+
+_dask_lazily()

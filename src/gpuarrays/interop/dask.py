@@ -215,8 +215,11 @@ def register() -> None:
     """Register gpuarrays with Dask (and ``distributed`` when installed); idempotent.
 
     Importing this module calls it; :class:`GPUArraysWorker` and the ``dask.sizeof`` entry
-    point make sure worker processes do too.  It also registers :class:`GPUArraysBackend`
-    as the ``gpuarrays`` array backend (the entry point does the same where installed).
+    point make sure worker processes do too, and ``distributed`` calls it (by importing this
+    module) in any process that imports gpuarrays, the first time it (de)serialises a
+    ``GPUArray`` (``gpuarrays.interop._dask_entry.register_distributed_lazily``).  It also
+    registers :class:`GPUArraysBackend` as the ``gpuarrays`` array backend (the entry point
+    does the same where installed).
     """
     with _lock:
         if _registered:
