@@ -1,12 +1,17 @@
-"""Generate docs/api.md from the docstrings of every name in ``gpuarrays.__all__``.
+"""Generate docs/api.md from the docstrings of every name in ``gpuarrays.__all__`` and in
+the ``__all__`` of the public subpackages (``ga.linalg``, ``ga.fft``, ``ga.random`` and
+the modules of ``ga.interop``).
 
-Run ``python docs/gen_api.py`` after changing a public signature or docstring;
-``tests/test_docs.py`` checks that api.md covers exactly ``gpuarrays.__all__``
-and that every summary line still matches its docstring.
+Run ``python docs/gen_api.py`` after changing a public signature or docstring, in an
+environment with every extra installed (``pip install -e ".[all]"``: the interop modules
+import their library); ``tests/test_docs.py`` checks that api.md covers exactly those
+names and that every summary line still matches its docstring.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
 import inspect
 import os
 import sys
@@ -58,6 +63,18 @@ SECTIONS = (
     ("Errors and warnings", ["GPUArraysError", "FreedArrayError", "DeviceResetError",
                              "OutOfMemoryError", "UnsupportedDTypeError", "CacheInUseError",
                              "BackendError", "GPUArraysWarning"]),
+)
+
+# The public subpackages, in reading order: (name under ``ga``, the section's title).  Their
+# entries are headed ``ga.<subpackage>.<name>``; each section opens with the module docstring.
+SUBPACKAGES = (
+    ("linalg", "Linear algebra extension: ga.linalg"),
+    ("fft", "FFT extension: ga.fft"),
+    ("random", "Random numbers: ga.random"),
+    ("interop.cupy", "Interop: ga.interop.cupy"),
+    ("interop.numba", "Interop: ga.interop.numba"),
+    ("interop.pyopencl", "Interop: ga.interop.pyopencl"),
+    ("interop.dask", "Interop: ga.interop.dask"),
 )
 
 NO_DOC = "*(no docstring)*"
@@ -137,17 +154,38 @@ def _signature(name: str, obj) -> str:
         except (TypeError, ValueError):
             return ""
         return f"ga.{name}{_clean(sig)}"
-    if not callable(obj):
-        return ""
+    if not callable(obj) or not inspect.isroutine(obj) and not hasattr(obj, "__signature__"):
+        return ""  # a callable instance (a Dask dispatch): its class's signature would mislead
     try:
         return f"ga.{name}{_clean(inspect.signature(obj))}"
     except (TypeError, ValueError):
         return ""
 
 
+def _attribute_doc(module, name: str) -> str:
+    """The string literal that follows ``name = ...`` in ``module``'s source (an attribute
+    docstring, as Sphinx reads them), or ''."""
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError):
+        return ""
+    body = tree.body
+    for node, after in zip(body, body[1:]):
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                 for t in node.targets)
+                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):
+            return inspect.cleandoc(after.value.value)
+    return ""
+
+
 def _members(owner: str, cls: type) -> list[tuple[str, object]]:
     found: dict[str, object] = {}
-    for klass in reversed(cls.__mro__[:-1]):
+    if issubclass(cls, tuple):
+        return []  # a namedtuple result: its fields are in the signature
+    # gpuarrays' own classes only: what a base from Dask or NumPy offers is documented there
+    own = [k for k in cls.__mro__[:-1] if k.__module__.split(".")[0] == "gpuarrays"]
+    for klass in reversed(own):
         for mname, member in vars(klass).items():
             if mname.startswith("_") or mname in INTERNAL.get(owner, ()):
                 continue
@@ -182,8 +220,9 @@ def _member_lines(owner: str, members: list[tuple[str, object]]) -> list[str]:
     return lines + ([""] if members else [])
 
 
-def _entry(name: str) -> list[str]:
-    obj = getattr(ga, name)
+def _entry(name: str, obj=None, module=None) -> list[str]:
+    """The entry of ``ga.<name>`` (``name`` may be dotted: ``linalg.solve``)."""
+    obj = getattr(ga, name) if obj is None else obj
     lines = [f"### `ga.{name}`", ""]
     sig = _signature(name, obj)
     if sig:
@@ -191,7 +230,8 @@ def _entry(name: str) -> list[str]:
     if isinstance(obj, type) and issubclass(obj, BaseException):
         lines += [f"Inherits: {', '.join(b.__name__ for b in obj.__bases__)}.", ""]
     doc = VALUES.get(name) or _doc(obj) or (FALLBACK[name] + " *(summary from docs/gen_api.py: the function has "
-                        "no docstring yet)*" if name in FALLBACK else NO_DOC)
+                        "no docstring yet)*" if name in FALLBACK else "") or (
+        _attribute_doc(module, name.rsplit(".", 1)[-1]) if module is not None else "") or NO_DOC
     lines += [doc, ""]
     if isinstance(obj, type) and not issubclass(obj, BaseException):
         if name in NO_CONSTRUCTOR:
@@ -202,6 +242,34 @@ def _entry(name: str) -> list[str]:
     return lines
 
 
+def subpackage(sub: str):
+    """The module ``gpuarrays.<sub>``; ImportError when the library it wraps is missing."""
+    return importlib.import_module(f"gpuarrays.{sub}")
+
+
+def _subpackage_section(sub: str) -> tuple[list[str], list[str]]:
+    """(the names of ``ga.<sub>.__all__``, the lines of its section after the title)."""
+    try:
+        module = subpackage(sub)
+    except ImportError as e:  # an interop module whose library is not installed here
+        return [], [f"*Not rendered: `gpuarrays.{sub}` cannot be imported here ({e}); run "
+                    "docs/gen_api.py where every extra is installed.*", ""]
+    lines = []
+    if sub.startswith("interop."):
+        lines += [f"`import gpuarrays.{sub}` first: `import gpuarrays` does not import the "
+                  "interop modules.", ""]
+    lines += [_doc(module), ""]
+    for name in module.__all__:
+        obj = getattr(module, name)
+        top = name in ga.__all__ and getattr(ga, name) is obj
+        if top:  # the same function as the top-level one (ga.linalg.matmul is ga.matmul)
+            lines += [f"### `ga.{sub}.{name}`", "",
+                      f"The same function as [`ga.{name}`](#{_anchor(f'ga.{name}')}).", ""]
+        else:
+            lines += _entry(f"{sub}.{name}", obj, module)
+    return list(module.__all__), lines
+
+
 def render() -> str:
     """The text of api.md."""
     names = list(ga.__all__)
@@ -210,16 +278,22 @@ def render() -> str:
     sections = [(title, [n for n in group if n in names]) for title, group in SECTIONS]
     if other:
         sections.append(("Other", other))
+    subs = [(title, sub, *_subpackage_section(sub)) for sub, title in SUBPACKAGES]
     lines = ["# API reference", "",
              "<!-- Generated by docs/gen_api.py from the docstrings; do not edit by hand. -->",
              "",
              "Every public name of `gpuarrays` (`import gpuarrays as ga`), that is every name in "
-             "`ga.__all__`. The storage model behind them is explained in [guide.md](guide.md).",
+             "`ga.__all__`, then the public subpackages `ga.linalg`, `ga.fft`, `ga.random` and "
+             "`ga.interop`. The storage model behind them is explained in "
+             "[guide.md](guide.md).",
              ""]
     for title, group in sections:
         if group:
             lines.append(f"- [{title}](#{_anchor(title)}): "
                          + ", ".join(f"`{n}`" for n in group))
+    for title, _, sub_names, _ in subs:
+        lines.append(f"- [{title}](#{_anchor(title)}): "
+                     + (", ".join(f"`{n}`" for n in sub_names) or "*(not rendered)*"))
     lines.append("")
     for title, group in sections:
         if not group:
@@ -227,6 +301,8 @@ def render() -> str:
         lines += [f"## {title}", ""]
         for name in group:
             lines += _entry(name)
+    for title, _, _, sub_lines in subs:
+        lines += [f"## {title}", ""] + sub_lines
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -238,7 +314,14 @@ def main() -> int:
     path = os.path.join(HERE, "api.md")
     with open(path, "w", encoding="utf-8") as f:
         f.write(render())
-    print(f"wrote {path} ({len(ga.__all__)} names)")
+    count = len(ga.__all__)
+    for sub, _ in SUBPACKAGES:
+        try:
+            count += len(subpackage(sub).__all__)
+        except ImportError:
+            print(f"warning: gpuarrays.{sub} cannot be imported: its section is not rendered",
+                  file=sys.stderr)
+    print(f"wrote {path} ({count} names)")
     return 0
 
 

@@ -34,8 +34,10 @@ Groups:
   (``pool_trace.py``): peak reserved / peak used, platform allocations per
   request after warm-up, allocation time per request beside the exact-size hit.
 
-Optional libraries (PyTorch, PyOpenCL) are imported lazily; their columns are
-left empty when they are not installed.
+Optional libraries (PyTorch; PyOpenCL and Mako on OpenCL devices) are imported
+lazily.  Without one the run still completes: the columns it would fill read
+``n/a``, the report names the library and how to install it, and the targets
+measured against it are not checked.
 """
 
 from __future__ import annotations
@@ -164,6 +166,41 @@ def _torch():
     except ImportError:
         return None
     return torch
+
+
+def _has_mako() -> bool:
+    """Whether Mako imports: pyopencl's reductions, scans and RadixSort are built with it."""
+    try:
+        import mako.template  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# How to install each optional library the comparisons use (pyproject.toml's extras).
+_INSTALL = {"torch": 'pip install "gpuarrays[bench]"', "mako": 'pip install "gpuarrays[bench]"'}
+# The report's columns each optional library fills, in every group or ("group: column") in
+# one; without the library they read "n/a".
+_COLUMNS_OF = {"torch": {"torch", "torch (cuda)", "gpuarrays/torch"},
+               "mako": {"reduce: pyopencl.array", "reduce: pyopencl.scan",
+                        "sort: pyopencl RadixSort"}}
+# What the report says of a run without the library.
+_WITHOUT = {"torch": "PyTorch's columns read n/a and the targets against it are not checked",
+            "mako": "pyopencl's reductions, scans and RadixSort need it: their columns read n/a "
+                    "and the targets against them are not checked"}
+
+
+def _unavailable(torch, ocl) -> dict[str, str]:
+    """The optional libraries this run cannot compare with, each with the reason.
+
+    (PyOpenCL itself is not optional here: the opencl back-end needs it.)
+    """
+    missing = {}
+    if torch is None:
+        missing["torch"] = "torch not installed"
+    if ocl is not None and not _has_mako():
+        missing["mako"] = "mako not installed"
+    return missing
 
 
 def _cuda_peers(dev) -> dict:
@@ -611,7 +648,7 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
                 "torch": None if torch is None else Case(
                     f"torch.{torch_name[op]}(t{nd}{tax})", ns),
                 "pyopencl.array": Case(f"cl_array.{op}(c1).get()", ns)
-                if cl is not None and nd == "1" and op != "mean" else None,
+                if cl is not None and libs["mako"] and nd == "1" and op != "mean" else None,
                 "cupy": None if cupy is None else Case(
                     f"cupy.{op}(x{nd}{ax})", ns, _CUPY_SETUP, _CUPY_TEARDOWN),
             }
@@ -629,7 +666,7 @@ def _bench_reduce(dev, settings, libs, rows, targets) -> None:
                                       "at least 0.9x CuPy's throughput"))
             libs["progress"].step(f"reduce {op} {label}")
     scan = None
-    if cl is not None:
+    if cl is not None and libs["mako"]:
         from pyopencl.scan import InclusiveScanKernel
 
         scan = InclusiveScanKernel(cl[2], np.float32, "a+b", neutral="0")
@@ -728,6 +765,8 @@ def run(device=None, settings: Settings | None = None, progress: TextIO | None =
     dev = ga.get_device(device)
     torch = _torch()
     libs = {"torch": torch, "pyopencl": _pyopencl(dev), "cuda": _cuda_peers(dev)}
+    unavailable = _unavailable(torch, libs["pyopencl"])
+    libs["mako"] = libs["pyopencl"] is not None and "mako" not in unavailable
     chosen = [g for g in _GROUPS if groups is None or g[0] in groups]
     total = sum(len(settings.fragment_counts) if name == "fragmentation" else
                 len(settings.copy_sizes) if name == "copy" else n for name, _, n in chosen)
@@ -751,6 +790,7 @@ def run(device=None, settings: Settings | None = None, progress: TextIO | None =
         "python": platform.python_version(),
         "platform": platform.platform(),
         "versions": versions,
+        "unavailable": unavailable,
         "seconds": time.perf_counter() - started,
         "results": [r.as_dict() for r in rows],
         "targets": [t.as_dict() for t in targets],
@@ -759,9 +799,9 @@ def run(device=None, settings: Settings | None = None, progress: TextIO | None =
 
 # the report --------------------------------------------------------------------------
 
-def _fmt(value: float | None, unit: str) -> str:
+def _fmt(value: float | None, unit: str, why: str | None = None) -> str:
     if value is None:
-        return "-"
+        return "n/a" if why else "-"
     if unit == "ns":
         if value < 1000:
             return f"{value:.0f} ns"
@@ -793,6 +833,9 @@ def format_report(result: dict) -> str:
              f"{result['settings']['name']} settings: median of "
              f"{result['settings']['repeat']} repetitions per figure",
              "versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items() if v)]
+    unavailable = result.get("unavailable", {})
+    for lib, why in unavailable.items():
+        lines.append(f"{why}: {_WITHOUT[lib]} ({_INSTALL[lib]})")
     groups: dict[str, list[dict]] = {}
     for row in result["results"]:
         groups.setdefault(row["group"], []).append(row)
@@ -808,19 +851,28 @@ def format_report(result: dict) -> str:
                   else group, *columns]
         if ratio:
             header.append("gpuarrays/torch")
+        # why a column cannot be filled in this run (a library that is not installed)
+        why = {c: next((unavailable[lib] for lib in _COLUMNS_OF if lib in unavailable and (
+            c in _COLUMNS_OF[lib] or f"{group}: {c}" in _COLUMNS_OF[lib])), None)
+            for c in [*columns, "gpuarrays/torch"]}
         body = []
         for row in rows:
             vals = row["values"]
-            cells = [row["name"]] + [_fmt(vals.get(c), row["unit"]) for c in columns]
+            cells = [row["name"]] + [_fmt(vals.get(c), row["unit"], why[c]) for c in columns]
             if group == "pool-trace" and row["unit"] != "ns":  # mixed units: say which
                 digits = 3 if row["unit"] == "x" else 2
                 cells[1:] = ["-" if vals.get(c) is None else f"{vals[c]:.{digits}f}{row['unit']}"
                              for c in columns]
             if ratio:
                 g, t = vals.get("gpuarrays"), vals.get("torch")
-                cells.append(f"{g / t:.2f}x" if g and t else "-")
+                cells.append(f"{g / t:.2f}x" if g and t else "n/a" if why["gpuarrays/torch"]
+                             else "-")
             body.append(cells)
         lines.extend(_table(header, body))
+        notes = [why[c] for c in header[1:] if why.get(c)
+                 and any(row["values"].get(c) is None for row in rows)]
+        for note in dict.fromkeys(notes):
+            lines.append(f"  (n/a: {note})")
         for row in rows:
             if row.get("skipped"):
                 lines.append(f"  ({row['name']}: skipped: {row['skipped']})")
@@ -842,6 +894,9 @@ def format_report(result: dict) -> str:
                          "-" if t["ratio"] is None else f"{t['ratio']:.2f}x",
                          f"<= {t['limit']:g}{aim}", verdict])
         lines.extend(_table(["target", "reference", "ratio", "limit", ""], body))
+        if unavailable:
+            lines.append(f"  (not checked: the targets that need {', '.join(unavailable)}, "
+                         "which this run could not import)")
     lines.append("")
     lines.append(f"({result['seconds']:.1f} s)")
     return "\n".join(lines)
@@ -858,9 +913,20 @@ def add_arguments(parser) -> None:
                         help="fewer repetitions and smaller copies (a few seconds)")
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny run that only checks the harness (figures mean nothing)")
+    # The names are listed with ", " so that help text wraps between them; the parser's
+    # formatter (commands.py) never breaks a word or a hyphenated name such as pool-trace.
     parser.add_argument("--only", metavar="GROUPS", default=None,
-                        help="comma-separated groups to run: "
-                        + ",".join(name for name, _, _ in _GROUPS) + " (cache runs with alloc)")
+                        help="the groups to run, comma-separated without spaces (such as "
+                             "--only derive,alloc); the groups: "
+                             + ", ".join(group_names()) + " (cache runs with alloc)")
+
+
+def group_names() -> list[str]:
+    """The names ``--only`` accepts, in the order the groups run."""
+    names = [name for name, _, _ in _GROUPS]
+    for alias, group in _ALIASES.items():
+        names.insert(names.index(group) + 1, alias)
+    return names
 
 
 def command_line(args) -> str:
@@ -887,8 +953,13 @@ def main(args) -> int:
         unknown = [g for g in groups if g not in {name for name, _, _ in _GROUPS}]
         if unknown:
             print(f"gpuarrays bench: unknown group(s) {', '.join(unknown)}; expected "
-                  f"{', '.join(name for name, _, _ in _GROUPS)}", file=sys.stderr)
+                  f"{', '.join(group_names())}", file=sys.stderr)
             return 2
+    try:
+        ga.get_device(args.device)
+    except ValueError as e:  # an unknown or unavailable device: the message names the others
+        print(f"gpuarrays bench: {e}", file=sys.stderr)
+        return 2
     result = run(args.device, settings, progress=sys.stderr, groups=groups)
     result["command"] = command_line(args)
     print(format_report(result))

@@ -11,11 +11,28 @@ import argparse
 import importlib
 import json
 import sys
+import textwrap
 
 __all__ = ["add_commands", "missing_extra"]
 
-# Optional libraries the commands use, and the extra of gpuarrays that installs each.
-_EXTRAS = {"matplotlib.figure": "plot", "torch": "bench"}
+# Optional libraries a command cannot run without, and the extra of gpuarrays that installs
+# each.  (``bench`` runs without its optional libraries: their columns read n/a.)
+_EXTRAS = {"matplotlib.figure": "plot"}
+
+
+class _WholeWords(argparse.HelpFormatter):
+    """Wraps help text at spaces only, so a name such as ``pool-trace`` or ``opencl:0`` is
+    never split across lines (argparse's own formatter breaks at hyphens and inside long
+    words)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
+                             subsequent_indent=indent, break_on_hyphens=False,
+                             break_long_words=False)
 
 
 def missing_extra(command: str, module: str, purpose: str) -> str | None:
@@ -50,9 +67,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    message = missing_extra("bench", "torch", "comparing with PyTorch CPU")
-    if message:
-        return _refuse(message)
     from . import bench
 
     return bench.main(args)
@@ -99,9 +113,12 @@ def add_commands(subparsers) -> None:
 
     p = subparsers.add_parser(
         "bench", help="micro-benchmarks beside NumPy, PyTorch and PyOpenCL",
+        formatter_class=_WholeWords,
         description="Time gpuarrays' hot paths side by side with NumPy and PyTorch (and "
                     "PyOpenCL or CuPy where present) in one process, and compare the ratios "
-                    "with the project's performance targets (docs/performance.md).")
+                    "with the project's performance targets (docs/performance.md).  PyTorch "
+                    "is optional: without it, its columns read n/a "
+                    '(pip install "gpuarrays[bench]" adds it).')
     bench.add_arguments(p)
     p.set_defaults(func=_bench)
 
