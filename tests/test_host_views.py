@@ -1,7 +1,9 @@
 """Host views: a.host_view() and np.asarray(a).
 
 Zero-copy for "host"/"unified" memory, keep-alive through the storage's refcount
-(the NumPy array holds a handle), TypeError pointing to .get() for "device" memory.
+(the NumPy array holds a handle), TypeError pointing to .get() for "device" memory in
+a.host_view(). np.asarray(a) of "device" memory follows the memory:
+tests/test_numpy_conversion.py.
 """
 
 from __future__ import annotations
@@ -89,7 +91,8 @@ def test_host_view_released_in_another_thread(device, used):
         assert used() == baseline
 
 
-def test_device_memory_refused_pointing_to_get(device):
+def test_device_memory_refused_pointing_to_get(device, monkeypatch):
+    monkeypatch.setenv("GPUARRAYS_STRICT_HOST", "1")  # np.asarray refuses as on a GPU
     a = ga.arange(4.0, device=device)
     with pytest.raises(TypeError, match=r"\.get\(\)"):
         a.host_view()
@@ -102,9 +105,13 @@ def test_device_memory_refused_pointing_to_get(device):
     np.testing.assert_array_equal(a.get(), np.arange(4.0))  # the explicit copy works
 
 
-def test_cpu_backend_enforces_device_semantics():
-    """The reference back-end's device memory is host memory, and still refused."""
+def test_cpu_backend_enforces_device_semantics(monkeypatch):
+    """The reference back-end's device memory is host memory: host_view() refuses it
+    always, np.asarray() with GPUARRAYS_STRICT_HOST=1 (tests/test_numpy_conversion.py)."""
     a = ga.zeros(3, device="cpu:0", kind="device")
+    with pytest.raises(TypeError):
+        a.host_view()
+    monkeypatch.setenv("GPUARRAYS_STRICT_HOST", "1")
     with pytest.raises(TypeError):
         np.asarray(a)
 

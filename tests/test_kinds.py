@@ -243,7 +243,10 @@ def test_host_view_keeps_the_storage_alive(device, used):
         assert st.is_freed and used() == base
 
 
-def test_device_memory_has_no_implicit_host_view(device):
+def test_device_memory_has_no_implicit_host_view(device, monkeypatch):
+    # np.asarray follows the memory (every kind on a CPU device converts);
+    # GPUARRAYS_STRICT_HOST=1 refuses "device" memory everywhere, as a GPU does
+    monkeypatch.setenv("GPUARRAYS_STRICT_HOST", "1")
     a = ga.arange(5, dtype=np.int32, device=device)  # kind="device"
     with pytest.raises(TypeError, match=r"\.get\(\)") as info:
         a.host_view()

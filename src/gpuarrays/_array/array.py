@@ -23,6 +23,7 @@ from .._memory.cache import current_cache
 from .._memory.devices import get_device
 from .._memory.storage import FREED_CACHE, FREED_FORCED, Storage
 from ..backends.base import RawView
+from . import conversion as _conversion
 from . import dlpack as _dlpack
 from . import transfer
 from .hooks import HOOKS as _HOOKS
@@ -663,12 +664,12 @@ class GPUArray(_core.Array):
         return transfer.host_view(self)
 
     def __array__(self, dtype=None, copy=None):
-        view = transfer.host_view(self)
-        if dtype is not None and np.dtype(dtype) != view.dtype:
-            if copy is False:
-                raise ValueError(f"cannot view a {self._dtype} GPUArray as {dtype} without a copy")
-            return view.astype(dtype)
-        return view.copy() if copy else view
+        """``np.asarray(a)``: a zero-copy view holding the storage (as ``host_view``) for
+        memory the host addresses in place (every kind on ``cpu``, ``"host"``/``"unified"``
+        everywhere), ``TypeError`` naming ``.get()`` for other device memory;
+        ``GPUARRAYS_STRICT_HOST=1`` refuses all but ``"host"``/``"unified"``
+        (``_array/conversion.py``)."""
+        return _conversion.to_numpy_protocol(self, dtype, copy)
 
     def __reduce__(self):
         return _restore, (self.get(), str(self._storage.device), self._storage.kind)

@@ -259,6 +259,15 @@ def host_view(a) -> np.ndarray:
             f"this GPUArray is in {st.kind!r} memory on {st.device}, which NumPy cannot read "
             f"directly; copy it with a.get() (or ga.to_numpy(a)), or allocate it with "
             f"kind='host' or kind='unified' for zero-copy host views")
+    return pinned_view(a)
+
+
+def pinned_view(a) -> np.ndarray:
+    """NumPy view of ``a``'s memory, which the caller has checked the host addresses in
+    place: the device's queued work is done first, and the NumPy array owns a hold
+    (``outside_handle``) while it lives, so a forced free quarantines the memory instead
+    of handing it to another array. ``FreedArrayError`` for a freed array."""
+    st = a._live()
     with st.device.gate:
         st.device.impl.synchronize(st.device.index)
     handle = outside_handle(a)  # the NumPy array owns it; released when NumPy drops it
