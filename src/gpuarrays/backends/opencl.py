@@ -49,6 +49,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import ctypes.util
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -77,6 +78,20 @@ CL_PROGRAM_BUILD_LOG = 0x1183
 CL_KERNEL_WORK_GROUP_SIZE = 0x11B0
 CL_KERNEL_PROGRAM = 0x1194
 CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 7
+CL_INVALID_KERNEL_NAME = -46
+
+# Appended to a source whose program came back without its kernels (a damaged entry in the
+# runtime's kernel cache): a text the cache has never seen is compiled afresh.
+_REBUILD_MARK = "\n/* gpuarrays: built again past the runtime's kernel cache */\n"
+
+
+def _runtime_cache() -> str:
+    """Where PoCL keeps its kernel cache (the folder to delete when it is damaged)."""
+    explicit = os.environ.get("POCL_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return f"{os.path.join(base, 'pocl', 'kcache')} (PoCL's; another runtime's own cache folder)"
 
 _FILL_PATTERN_MAX = 128  # clEnqueueSVMMemFill's largest pattern
 
@@ -587,18 +602,43 @@ class OpenCLBackend(_kernels.DeviceOps):
         with state.lock:
             handle = state.kernels.get((key, name))
             if handle is None:
-                program = self._build(index, state, source_fn())
-                for kname in _kernel_names(key):
-                    err = _int(0)
-                    k = self._lib.clCreateKernel(program, kname.encode(), ctypes.byref(err))
-                    _check(
-                        "clCreateKernel",
-                        err.value,
-                        f"clCreateKernel({kname}) failed: {_code_name(err.value)}",
-                    )
+                made = self._built_kernels(index, state, source_fn(), _kernel_names(key))
+                for kname, k in made.items():
                     state.kernels[(key, kname)] = (k, self._local_size(index, k))
                 handle = state.kernels[(key, name)]
         return state, handle
+
+    def _built_kernels(self, index: int, state: _DeviceState, source: str,
+                       names: tuple[str, ...], options: bytes = b"") -> dict[str, int]:
+        """The kernels ``names`` of ``source``, built.
+
+        A runtime whose kernel cache holds a damaged entry (PoCL's, after a compiler that
+        died while writing it) "builds" the program and then lacks its kernels
+        (``CL_INVALID_KERNEL_NAME``): the program is built once more from a source the
+        cache has never seen (a comment added), and if that too lacks them, the
+        :class:`BackendError` says which folder to delete.
+        """
+        for attempt in range(2):
+            text = source if attempt == 0 else source + _REBUILD_MARK
+            program = self._build(index, state, text, options)
+            made: dict[str, int] = {}
+            for kname in names:
+                err = _int(0)
+                k = self._lib.clCreateKernel(program, kname.encode(), ctypes.byref(err))
+                if err.value == CL_INVALID_KERNEL_NAME and kname in source:
+                    for other in made.values():
+                        self._lib.clReleaseKernel(other)
+                    break
+                _check("clCreateKernel", err.value,
+                       f"clCreateKernel({kname}) failed: {_code_name(err.value)}")
+                made[kname] = k
+            else:
+                return made
+        raise BackendError(
+            "clCreateKernel", _code_name(CL_INVALID_KERNEL_NAME),
+            f"the OpenCL runtime built a program that lacks its kernel {kname}, twice (the "
+            f"second time from a source its cache had never seen): its kernel cache may hold "
+            f"damaged entries; delete {_runtime_cache()} and run again")
 
     def _build(self, index: int, state: _DeviceState, source: str, options: bytes = b"") -> int:
         lib = self._lib
@@ -767,11 +807,8 @@ class OpenCLBackend(_kernels.DeviceOps):
         with state.lock:
             handle = state.compute.get((source, name))
             if handle is None:
-                program = self._build(index, state, source, self._compute_options[index])
-                err = _int(0)
-                handle = self._lib.clCreateKernel(program, name.encode(), ctypes.byref(err))
-                _check("clCreateKernel", err.value,
-                       f"clCreateKernel({name}) failed: {_code_name(err.value)}")
+                handle = self._built_kernels(index, state, source, (name,),
+                                             self._compute_options[index])[name]
                 state.compute[(source, name)] = handle
         return state, handle
 

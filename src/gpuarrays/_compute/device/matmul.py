@@ -30,6 +30,7 @@ from ..._array.transfer import copy_raw
 from ...backends._kernels import collapse
 from ...backends.base import RawView
 from .generator import _CTYPE, Operand, Signature, _convert, _load, _store, source
+from . import qualify
 from .launcher import aligned
 from .reduce import _BARRIER, _IDS, _LOCAL, compiled
 
@@ -47,13 +48,16 @@ loop per barrier).  Measured here, float32 1024 x 1024 on PoCL 3.1, machine shar
 6.2-6.4, 8x8 / 8x8 7.1-8.5; without local memory 16x16 / 4x4 13.1 (this entry: integers,
 complex and mixed dtypes; float32/float64 take the vector kernel below)."""
 
-VECTOR = {("cpu", "f4"): (4, 4, 4, 16), ("cpu", "f8"): (4, 4, 4, 8)}
-"""``(work-items per group, rows, vectors, vector width)`` of the vector kernel, by
-(launch hint, dtype key): float32 and float64 on CPU devices.  Measured here, float32
-1024 x 1024 (GFLOP/s, NumPy's in the same run in brackets): 4 items x 6 rows x 2 vectors
-44.8 (49); 8 rows x 2 vectors 89-104 (49-69); 4 rows x 4 vectors 131-205 (49-196);
-4 rows x 6 vectors 30 (72, spills: 24 accumulators of 16 floats); 1 item per group 43-53.
-float64, 4 x 4 vectors of 8: 33 (39).  16 accumulators fill half of AVX-512's registers."""
+VECTOR = {("cpu", "f4"): ((4, 4, 4, 16), (4, 4, 4, 8)),
+          ("cpu", "f8"): ((4, 4, 4, 8), (4, 4, 4, 4))}
+"""The layouts ``(work-items per group, rows, vectors, vector width)`` of the vector kernel,
+by (launch hint, dtype key), best first: the first whose shape the device qualifies runs
+(``qualify.py``; PoCL 3.0's LLVM 14 aborts the process on ``fma`` of 16 floats or 8
+doubles, so there the half-width layout runs).  Measured here, float32 1024 x 1024
+(GFLOP/s, NumPy's in the same run in brackets): 4 items x 6 rows x 2 vectors of 16 44.8
+(49); 8 rows x 2 vectors 89-104 (49-69); 4 rows x 4 vectors 131-205 (49-196); 4 rows x 6
+vectors 30 (72, spills: 24 accumulators of 16 floats); 1 item per group 43-53.  float64,
+4 x 4 vectors of 8: 33 (39).  16 accumulators fill half of AVX-512's registers."""
 
 KC = {"f4": 256, "f8": 256}
 """Rows of ``B`` per launch of the vector kernel (K in chunks of a 64 KiB panel of B), by
@@ -220,12 +224,37 @@ def _aligned_view(x, temps: list):
     return tmp._raw()
 
 
-def run(a, b, result, hint: str | None = None) -> None:
+def _vector_shape(key: str, width: int) -> str:
+    return f"matmul_vector_{key}x{width}"
+
+
+def _vector_layout(dev, hint: str, key: str) -> tuple | None:
+    """The best vector layout the device qualifies for ``key`` results, or None."""
+    for layout in VECTOR.get((hint, key), ()):
+        if qualify.allows(dev, _vector_shape(key, layout[3])):
+            return layout
+    return None
+
+
+def _tiles(dev, hint: str) -> tuple:
+    """``TILES[hint]``, without local tiles where the device does not qualify them."""
+    tiles = TILES[hint]
+    if tiles[5] and not qualify.allows(dev, "matmul_local_tiles"):
+        return TILES["cpu"]
+    return tiles
+
+
+_AUTO = object()
+
+
+def run(a, b, result, hint: str | None = None, layout=_AUTO) -> None:
     """``result[...] = a @ b`` on a device: ``a`` is ``(..., M, K)``, ``b`` ``(..., K, N)``,
     both at least 2-d with batch shapes that broadcast to ``result``'s ``(..., M, N)``.
 
     Enqueued on the device's queue (nothing waits); temporaries go back to the pool.
-    ``hint`` overrides the device's launch hint (tests run the GPU kernels on PoCL).
+    ``hint`` overrides the device's launch hint (tests run the GPU kernels on PoCL);
+    ``layout`` a vector layout of ``VECTOR`` (or None: the tiled kernel) overrides the
+    qualified one (tests).
     """
     dev = result._storage.device
     shape = result._shape
@@ -241,7 +270,10 @@ def run(a, b, result, hint: str | None = None) -> None:
     temps: list = []
     try:
         rc = result._raw()
-        vec = VECTOR.get((hint, rkey)) if dev.backend == "opencl" else None
+        if layout is not _AUTO:
+            vec = layout
+        else:
+            vec = _vector_layout(dev, hint, rkey) if dev.backend == "opencl" else None
         if vec is not None and not (a._dtype == b._dtype == result._dtype
                                     and rc.strides[-1] == rc.dtype.itemsize):
             vec = None
@@ -275,7 +307,7 @@ def run(a, b, result, hint: str | None = None) -> None:
             spec = Spec(dev.backend, rkey, rkey, rkey, rkey, L, 1, RM, RN, 0, False, VW)
             tiles_m, tiles_n = -(-M // (L * RM)), -(-N // (VW * RN))
         else:
-            TM, TN, RM, RN, BK, local = TILES[hint]
+            TM, TN, RM, RN, BK, local = _tiles(dev, hint) if layout is _AUTO else TILES[hint]
             if N == 1:  # a matrix times a vector: every work-item on its own rows
                 TM, TN, RM, RN = TM * TN, 1, RM, 1
             elif M == 1:  # a vector times a matrix
@@ -373,3 +405,76 @@ def _vector_program(d, s: Spec) -> tuple[str, str, list[str]]:
     lines.append("        }\n    }\n}\n")
     sig = Signature("multiply", s.acc, (Operand(s.acc, s.acc), Operand(s.acc, s.acc)))
     return source(d, [sig]) + "".join(lines), name, [t for t, _ in params]
+
+
+# Qualification (qualify.py): each vector layout is a shape whose representative is the
+# construct it adds to the scalar kernels, ``fma`` of vectors of its width (what PoCL 3.0's
+# LLVM aborts on, in 3 s here, against a minute for a whole kernel that ``vload``s its
+# operands), and the local tiles one whose representative
+# exchanges values through local memory across a barrier.  Small kernels keep the probe to
+# seconds: the whole matmul kernel takes PoCL tens of seconds to compile.
+
+_PROBE_ITEMS = 64
+_CL_TYPE = {"f4": "float", "f8": "double"}
+
+
+def _fma_source(key: str, width: int) -> str:
+    ct = _CL_TYPE[key]
+    t = f"{ct}{width}"
+    return (("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if key == "f8" else "")
+            + f"__kernel void probe(__global const {ct} *x, __global {ct} *out) {{\n"
+            f"    size_t i = get_global_id(0);\n"
+            f"    {t} a = ({t})(x[i]), b = ({t})(x[i + 1]), c = ({t})(x[i + 2]);\n"
+            f"    {t} r = fma(a, b, c);\n"
+            f"    out[i] = r.s0 + r.s1;\n}}\n")
+
+
+_LOCAL_SOURCE = """__kernel void probe(__global const float *x, __global float *out) {
+    __local float tile[64];
+    size_t l = get_local_id(0);
+    tile[l] = x[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[get_global_id(0)] = tile[63 - l] + tile[l];
+}
+"""
+
+
+def _run_probe(dev, text: str, x: np.ndarray, out_size: int, local: int) -> np.ndarray:
+    from ..._array.creation import asarray, to_numpy
+
+    gx = asarray(x, device=dev)
+    out = new_array((out_size,), x.dtype, dev, "device")
+    kernel = dev.impl.compile_kernel(dev.index, text, "probe", ("ptr", "ptr"))
+    kernel.launch([gx._raw().ptr, out._raw().ptr], _PROBE_ITEMS, local)
+    return to_numpy(out)
+
+
+def _fma_probe(dev, key: str, width: int) -> None:
+    dt = np.dtype(f"f{key[1]}")
+    x = (np.arange(_PROBE_ITEMS + 2) % 7 + 1).astype(dt)
+    got = _run_probe(dev, _fma_source(key, width), x, _PROBE_ITEMS, 1)
+    want = 2 * (x[:-2] * x[1:-1] + x[2:])  # small integers: exact whether fused or not
+    if not np.array_equal(got, want):
+        raise ValueError(f"wrong fma of {_CL_TYPE[key]}{width} vectors: {got[:4]} for {want[:4]}")
+
+
+def _local_probe(dev) -> None:
+    x = np.arange(_PROBE_ITEMS, dtype=np.float32)
+    got = _run_probe(dev, _LOCAL_SOURCE, x, _PROBE_ITEMS, 64)
+    if not np.array_equal(got, x[::-1] + x):
+        raise ValueError(f"wrong exchange through local memory: {got[:4]}")
+
+
+def _register_shapes() -> None:
+    for (_hint, key), layouts in VECTOR.items():
+        for layout in layouts:
+            width = layout[3]
+            qualify.register(_vector_shape(key, width),
+                             f"matmul: fma of {_CL_TYPE[key]}{width} vectors",
+                             lambda key=key, width=width: _fma_source(key, width),
+                             lambda dev, key=key, width=width: _fma_probe(dev, key, width))
+    qualify.register("matmul_local_tiles", "matmul: local-memory tiles and barriers",
+                     lambda: _LOCAL_SOURCE, _local_probe)
+
+
+_register_shapes()

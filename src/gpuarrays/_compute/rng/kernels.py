@@ -27,13 +27,13 @@ with a bitonic network of launches (docs/random.md, "From bits to numbers").
 from __future__ import annotations
 
 import functools
-import re
 import threading
 
 import numpy as np
 
 from ... import _rng
 from ...backends.base import RawView
+from ..device import qualify
 from ..device.reduce import compiled
 from .layout import LANES, per_block
 from .mapping import SPECS, FloatSpec
@@ -863,40 +863,102 @@ def generate(family: str, device, out: RawView, key: tuple[int, int], offset: in
     _launch(device, name, values, -(-n // e))
 
 
-# CPU OpenCL drivers the vector kernels are verified on: PoCL from 3.1 (LLVM 15) on.  PoCL
-# 3.0-rc2 (LLVM 14) zeroes convert_uint8(ulong8) and aborts the process in LLVM on 16-wide
-# code ("Do not know how to scalarize this operator's operand!"), so any other driver gets
-# the scalar kernel (docs/random.md, "Speed").
-_VECTOR_DRIVERS = re.compile(r"\bPoCL (\d+)\.(\d+)")
-_VECTOR_MIN = (3, 1)
-_facts: dict[tuple[int, int], tuple[bool, int]] = {}
+# The vector kernels run where the device qualifies their shape (qualify.py): PoCL 3.0-rc2
+# (LLVM 14) zeroes convert_uint8(ulong8), and dies in LLVM on the whole kernels ("Do not
+# know how to scalarize this operator's operand!", a segfault after a minute and a half), so
+# there the scalar kernels run (docs/random.md, "Speed").  The representative is the vector
+# kernels' constructs in two small kernels: first the truncation of 64-bit lanes alone
+# (wrong on PoCL 3.0 in a second, where the second kernel takes LLVM a minute and a half to
+# crash), then 64-bit-lane Philox words, the two-source shuffle into 16-wide rows, the
+# conversions, and both kinds of store.
+_facts: dict[tuple[int, int], int] = {}
+_PROBE_ITEMS = 8
+_PROBE_TRUNCATE = """__kernel void probe(__global const ulong *x, __global uint *u) {
+    size_t i = get_global_id(0);
+    vstore8(convert_uint8((ulong8)(x[i]) + (ulong8)(0, 1, 2, 3, 4, 5, 6, 7)), 0, u + 8 * i);
+}
+"""
+_PROBE_SOURCE = """#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+__kernel void probe(__global const ulong *x, __global float *f, __global double *d) {
+    size_t i = get_global_id(0);
+    ulong8 v0 = (ulong8)(x[i]) + (ulong8)(0, 1, 2, 3, 4, 5, 6, 7);
+    ulong8 p = (v0 & 0xFFFFFFFFul) * 0xD2511F53ul;
+    ulong8 v1 = (p >> 32) ^ v0 ^ 0x9E3779B9ul;
+    uint8 u = convert_uint8(v1);
+    uint16 s = shuffle2(as_uint16(v0), as_uint16(v1),
+                        (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)) >> 8;
+    float16 a = convert_float16(as_int16(s)) * 0x1p-24f;
+    float8 b = convert_float8(u);
+    double8 c = convert_double8(v1 >> 11) * 0x1p-53;
+    __global float *fo = f + 32 * i;  /* rows 64-byte aligned, as the kernels' streams are */
+    __global double *dout = d + 8 * i;
+    if (i & 1) {
+        __builtin_nontemporal_store(a, (__global float16 *)fo);
+        __builtin_nontemporal_store(b, (__global float8 *)(fo + 16));
+        __builtin_nontemporal_store(c, (__global double8 *)dout);
+    } else {
+        vstore16(a, 0, fo);
+        vstore8(b, 0, fo + 16);
+        vstore8(c, 0, dout);
+    }
+}
+"""
 
 
-def _cpu_device_facts(device) -> tuple[bool, int]:
-    """(whether the driver is a verified one, global memory cache bytes) of a CPU OpenCL
-    device, read once from the back-end's public PyOpenCL view."""
+def _probe_vectors(device) -> None:
+    """Run ``_PROBE_SOURCE`` on ``device``; ``ValueError`` when a value is wrong."""
+    from ..._array.creation import asarray, to_numpy
+    from ..._array.make import new_array
+
+    x = (np.arange(_PROBE_ITEMS, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+         + np.uint64(12345))
+    gx = asarray(x, device=device)
+    v0 = x[:, None] + np.arange(8, dtype=np.uint64)
+    low = np.uint64(0xFFFFFFFF)
+    u = new_array((_PROBE_ITEMS * 8,), np.dtype(np.uint32), device, "device")
+    kernel = device.impl.compile_kernel(device.index, _PROBE_TRUNCATE, "probe", ("ptr", "ptr"))
+    kernel.launch([gx._raw().ptr, u._raw().ptr], _PROBE_ITEMS, 1)
+    if not np.array_equal(to_numpy(u), (v0 & low).astype(np.uint32).ravel()):
+        raise ValueError("convert_uint8(ulong8) gives wrong values")
+    f = new_array((_PROBE_ITEMS * 32,), np.dtype(np.float32), device, "device")
+    d = new_array((_PROBE_ITEMS * 8,), np.dtype(np.float64), device, "device")
+    kernel = device.impl.compile_kernel(device.index, _PROBE_SOURCE, "probe",
+                                        ("ptr", "ptr", "ptr"))
+    kernel.launch([gx._raw().ptr, f._raw().ptr, d._raw().ptr], _PROBE_ITEMS, 1)
+    v1 = (((v0 & low) * np.uint64(0xD2511F53)) >> np.uint64(32)) ^ v0 ^ np.uint64(0x9E3779B9)
+    s = np.concatenate([v0 & low, v1 & low], axis=1).astype(np.uint32) >> np.uint32(8)
+    want_f = np.concatenate([s.view(np.int32).astype(np.float32) * np.float32(2.0 ** -24),
+                             (v1 & low).astype(np.uint32).astype(np.float32)], axis=1)
+    want_d = (v1 >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    got_f = to_numpy(f).reshape(_PROBE_ITEMS, 32)[:, :24]
+    got_d = to_numpy(d).reshape(_PROBE_ITEMS, 8)
+    if not (np.array_equal(got_f, want_f) and np.array_equal(got_d, want_d)):
+        raise ValueError("wrong values from the vector constructs (64-bit lanes, shuffle2, "
+                         "conversions, non-temporal stores)")
+
+
+qualify.register("rng_vectors", "random: ulong8 Philox lanes, shuffle2, 16-wide rows",
+                 lambda: _PROBE_TRUNCATE + _PROBE_SOURCE, _probe_vectors)
+
+
+def _cache_bytes(device) -> int:
+    """The global memory cache of a CPU OpenCL device, read once from the back-end's public
+    PyOpenCL view."""
     key = (id(device.impl), device.index)
-    facts = _facts.get(key)
-    if facts is None:
+    size = _facts.get(key)
+    if size is None:
         context, _ = device.impl.context_and_queue(device.index)
-        dev = context.devices[0]
-        facts = _facts[key] = (_driver_runs_vectors(dev.platform.version),
-                               int(dev.global_mem_cache_size))
-    return facts
-
-
-def _driver_runs_vectors(platform_version: str) -> bool:
-    m = _VECTOR_DRIVERS.search(platform_version)
-    return m is not None and (int(m.group(1)), int(m.group(2))) >= _VECTOR_MIN
+        size = _facts[key] = int(context.devices[0].global_mem_cache_size)
+    return size
 
 
 def _vectors(device) -> bool:
     """Whether the floating families run their vector kernels here: OpenCL on a CPU device
-    whose driver is a verified one (``_VECTOR_MIN``)."""
+    that qualifies their shape."""
     impl = device.impl
     if impl.name != "opencl" or impl.launch_hint(device.index) != "cpu":
         return False
-    return _cpu_device_facts(device)[0]
+    return qualify.allows(device, "rng_vectors")
 
 
 _STREAM_ALIGN = 64  # bytes: the widest row a vector kernel stores (16 float32, 8 float64)
@@ -906,7 +968,7 @@ def _stream_above(device) -> int:
     """Output bytes above which the vector kernels store past the cache: the device's global
     memory cache (an output that large would not stay in it anyway, and non-temporal stores
     skip reading each line before writing it: docs/random.md, "Speed")."""
-    return _cpu_device_facts(device)[1]
+    return _cache_bytes(device)
 
 
 def _generate_floats(family: str, device, out: RawView, n: int, e: int, key, offset: int,
