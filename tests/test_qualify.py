@@ -202,3 +202,21 @@ def test_a_cache_that_stays_damaged_names_the_folder_to_delete(cl_device, monkey
         cl_device.impl.compile_kernel(cl_device.index, _source("twice"), "poisoned_twice",
                                       ("ptr",))
     assert "CL_INVALID_KERNEL_NAME" in str(info.value)
+
+
+def test_info_shows_each_devices_verdict_and_how_to_probe_again(fresh_cache):
+    env = dict(os.environ)
+    cli = [sys.executable, "-c", "import sys; from gpuarrays.cli import main; sys.exit(main())"]
+    first = subprocess.run([*cli, "info", "--requalify"], capture_output=True, text=True,
+                           env=env, check=True)
+    again = subprocess.run([*cli, "info"], capture_output=True, text=True, env=env, check=True)
+    for dev in ga.devices():
+        if dev.backend != "opencl":
+            continue
+        block = first.stdout.split(f"{dev}:", 1)[1]
+        assert "kernel shapes (probed now" in block and str(fresh_cache) in block
+        assert "probe again: gpuarrays info --requalify" in block
+        for name in qualify.SHAPES:
+            assert f" {name}" in block
+    assert "kernel shapes (probed now" not in again.stdout
+    assert "kernel shapes (from an earlier probe" in again.stdout

@@ -41,7 +41,23 @@ def _info(args: argparse.Namespace) -> int:
               f"{format_bytes(stats['used_bytes'])}, pool {format_bytes(stats['pool_cached_bytes'])}"
               f" ({stats['pool_free_blocks']} free blocks), caches "
               f"{format_bytes(stats['cache_held_bytes'])}")
+        if dev.backend == "opencl":
+            _print_qualification(dev, args.requalify)
     return 0
+
+
+def _print_qualification(dev, again: bool) -> None:
+    """The device's kernel-shape verdict (docs/kernels.md, "Qualification")."""
+    from gpuarrays._compute.device import qualify
+
+    v = qualify.requalify(dev) if again else qualify.verdict(dev)
+    on = [name for name, why in sorted(v.shapes.items()) if not why]
+    off = [(name, why) for name, why in sorted(v.shapes.items()) if why]
+    how = f"probed now in {v.seconds:.1f} s" if v.probed else "from an earlier probe"
+    print(f"  kernel shapes ({how}; kept in {v.path}; probe again: gpuarrays info --requalify)")
+    print(f"    on: {', '.join(on) or 'none'}")
+    for name, why in off:
+        print(f"    off: {name} ({why[:160]})")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -50,8 +66,11 @@ def _build_parser() -> argparse.ArgumentParser:
         description="gpuarrays: device arrays whose memory is managed correctly and fast on "
                     "every back-end (cpu, OpenCL, CUDA).")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="back-ends, devices, memory, kinds, limits").set_defaults(
-        func=_info)
+    info = sub.add_parser("info", help="back-ends, devices, memory, kinds, limits, and the "
+                                       "kernel shapes each OpenCL device qualified")
+    info.add_argument("--requalify", action="store_true",
+                      help="probe each OpenCL device's kernel shapes again (docs/kernels.md)")
+    info.set_defaults(func=_info)
     commands.add_commands(sub)
     return parser
 
