@@ -161,7 +161,7 @@ REFUSED = [
     lambda a, b, i: np.percentile(a, 50),
     lambda a, b, i: np.sum(a, where=a > 0),             # an option the namespace lacks
     lambda a, b, i: np.std(a, mean=a),
-    lambda a, b, i: np.round(a, decimals=2),
+    # np.round(a, decimals=2) runs: gpuarrays.round takes decimals (tests/test_duck_typing.py)
     lambda a, b, i: np.sum(a, out=np.empty(())),        # a NumPy out
     lambda a, b, i: np.where(a > 0, a, np.ones((3, 4))),  # a NumPy array among the inputs
     lambda a, b, i: np.add(a, np.ones(4)),

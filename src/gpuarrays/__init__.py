@@ -9,6 +9,7 @@ docs/guide.md explains the storage model, docs/design.md the contract and the la
 import sys
 
 from . import fft as fft  # the public subpackage gpuarrays.fft (docs/linalg.md)
+from . import interop as interop  # listed by dir(): importable as ga.interop (an empty package)
 from . import linalg as linalg  # the public subpackage gpuarrays.linalg (docs/linalg.md)
 from . import random as random  # the public subpackage gpuarrays.random (docs/random.md)
 from ._array.array import GPUArray

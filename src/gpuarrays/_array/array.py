@@ -32,6 +32,11 @@ from .make import make, new_array, wrap_storage
 
 __all__ = ["GPUArray", "new_array", "wrap_storage"]
 
+class _NotApplicable(ValueError, AttributeError):
+    """An attribute that this array lacks (``mT`` below 2-d): NumPy's ``ValueError``, and an
+    ``AttributeError`` so that ``hasattr`` and ``getattr(a, name, default)`` answer."""
+
+
 _NO_CONSTRUCTOR = ("GPUArray has no public constructor; create arrays with ga.empty, "
                    "ga.zeros, ga.ones, ga.full, ga.arange, ga.asarray or ga.unsafe_wrap")
 
@@ -323,8 +328,12 @@ class GPUArray(_core.Array):
 
     @property
     def mT(self) -> GPUArray:
-        if self.ndim < 2:
-            raise ValueError(f"mT needs at least 2 dimensions, this array has shape {self._shape}")
+        """The last two axes swapped (a view).  Below 2 dimensions it raises an error that
+        is both NumPy's ``ValueError`` and an ``AttributeError``, so ``hasattr(a, "mT")``
+        answers ``False`` instead of raising (duck-typing clients probe attributes)."""
+        if len(self._shape) < 2:
+            raise _NotApplicable(f"mT needs at least 2 dimensions, this array has shape "
+                                 f"{self._shape}; use a.T or reshape to 2-d first")
         return self.swapaxes(-1, -2)
 
     def transpose(self, *axes) -> GPUArray:
@@ -364,10 +373,24 @@ class GPUArray(_core.Array):
 
     @property
     def imag(self) -> GPUArray:
+        """The imaginary part: a view of a complex array.  Of a real array, NumPy's answer:
+        a read-only array of zeros of the same dtype and shape -- one zero element with
+        zero strides, so it costs one pool block whatever the shape (docs/decisions.md,
+        "Duck typing")."""
         if self._dtype.kind != "c":
-            raise TypeError(f"imag of a {self._dtype} array would be a new zero array; "
-                            "use ga.zeros_like(a) instead")
+            return self._zeros_view()
         return self._from_engine(self._engine().imag)
+
+    def _zeros_view(self) -> GPUArray:
+        st = self._live()
+        zero = new_array(() if self.size else self._shape, self._dtype, st.device, st.kind)
+        try:
+            if self.size:
+                transfer.assign(zero, np.zeros((), self._dtype))
+            return zero._derive(self._shape, zero._strides if not self.size
+                                else (0,) * len(self._shape), 0, self._dtype, False)
+        finally:
+            zero.free()
 
     def __len__(self) -> int:
         if not self._shape:
@@ -599,7 +622,8 @@ class GPUArray(_core.Array):
         return _HOOKS.inplace("matmul", self, other)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """NumPy ufuncs the namespace has run on the device; others give ``NotImplemented``."""
+        """NumPy ufuncs the namespace has run on the device; others raise ``TypeError`` saying
+        what to do instead (``NotImplemented`` only when another library's array takes part)."""
         return _HOOKS.ufunc(self, ufunc, method, *inputs, **kwargs)
 
     # NumPy's function protocol and NumPy-style methods (clients; _compute/numpy_protocol.py)
@@ -622,7 +646,7 @@ class GPUArray(_core.Array):
     cumsum = _HOOKS.method_of("cumsum", "Running sum (``axis=None``: of the flattened array).")
     cumprod = _HOOKS.method_of("cumprod", "Running product (``axis=None``: flattened).")
     clip = _HOOKS.method_of("clip", "Elements limited to ``[min, max]``.")
-    round = _HOOKS.method_of("round", "Rounded to the nearest integer (``decimals=0`` only).")
+    round = _HOOKS.method_of("round", "Rounded to ``decimals`` places, halves to even (NumPy's).")
     conj = conjugate = _HOOKS.method_of("conj", "Complex conjugate.")
     nonzero = _HOOKS.method_of("nonzero", "Indices of the non-zero elements (a tuple).")
     sort = _HOOKS.method_of("sort", "Sort in place along ``axis`` (returns ``None``).")

@@ -136,12 +136,18 @@ def isdtype(dtype, kind) -> builtins.bool:
 def result_type(*arrays_and_dtypes):
     """The dtype the promotion rules give for arrays, dtypes and Python scalars (weak).
 
-    At least one array or dtype is needed; ``TypeError`` otherwise.
+    NumPy scalars (``np.float64(nan)``, which xarray passes) count with their dtype, as
+    they do in the operators; another subclass of a Python scalar type counts as that
+    type.  At least one array or dtype is needed; ``TypeError`` otherwise.
     """
     keys = []
     for x in arrays_and_dtypes:
         if type(x) in SCALAR_TYPES:
             keys.append(key_of(x))
+        elif isinstance(x, np.generic):
+            keys.append(normalize_dtype(x.dtype))
+        elif isinstance(x, SCALAR_TYPES):
+            keys.append(next(t for t in SCALAR_TYPES if isinstance(x, t)))
         else:
             keys.append(_dtype_of(x, "result_type"))
     if not any(type(k) is not type for k in keys):

@@ -13,8 +13,12 @@ that does not fit, ``FreedArrayError`` for a freed array.
 
 from __future__ import annotations
 
+import builtins
+import math
+
 import numpy as np
 
+from .._array.make import ArrayBase
 from .dispatch import apply
 from .promotion import SCALAR_TYPES
 from .table import OPS
@@ -366,9 +370,66 @@ def remainder(x1, x2, /):
     return apply(OPS["remainder"], (x1, x2))
 
 
-def round(x, /):
-    """Round to the nearest integer, halves to even (integers unchanged)."""
-    return apply(OPS["round"], (x,))
+def round(x, /, decimals=0):
+    """Round to the nearest integer, halves to even (integers unchanged).
+
+    ``decimals`` rounds to that many decimal places as ``np.round`` does (negative: to
+    tens, hundreds ...): ``x * 10**decimals`` rounded half to even, divided back (for
+    negative ``decimals``, ``x / 10**-decimals`` rounded, multiplied back), so the values
+    are NumPy's, inexact decimal fractions included.  Integer arrays are unchanged for
+    ``decimals >= 0``; for negative ``decimals`` they go through the default floating
+    type and back (float32 on a device without float64, exact only below 2**24).
+    """
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise TypeError(f"round(): decimals must be an int, got {type(decimals).__name__} "
+                        f"{decimals!r:.40}")
+    decimals = int(decimals)
+    if decimals == 0:
+        return apply(OPS["round"], (x,))
+    return _round_decimals(x, decimals)
+
+
+def _round_decimals(x, decimals: int):
+    """``round(x, decimals)`` for ``decimals != 0``, composed of namespace operations on
+    ``x``'s device (NumPy's algorithm: ``PyArray_Round``)."""
+    if not isinstance(x, ArrayBase):
+        return apply(OPS["round"], (x,))  # refuses the operand with the usual message
+    dt = x.dtype
+    if dt.kind in "iu" and decimals > 0:
+        return apply(OPS["positive"], (x,))  # a copy, as NumPy's
+    if dt.kind == "c":  # NumPy rounds the real and imaginary parts as real arrays
+        result = apply(OPS["positive"], (x,))
+        try:
+            for part in (result.real, result.imag):
+                with part:
+                    rounded = _round_decimals(part, decimals)
+                    try:
+                        part[...] = rounded
+                    finally:
+                        rounded.free()
+        except BaseException:
+            result.free()
+            raise
+        return result
+    places = builtins.abs(decimals)
+    factor = 10.0 ** places if places <= 308 else math.inf  # NumPy's power_of_ten: inf
+    first, second = (OPS["multiply"], OPS["divide"]) if decimals > 0 else (
+        OPS["divide"], OPS["multiply"])
+    scaled = apply(first, (x, factor))  # integers: the default floating type
+    try:
+        rounded = apply(OPS["round"], (scaled,))
+    finally:
+        scaled.free()
+    try:
+        apply(second, (rounded, factor), rounded)
+        if dt.kind not in "iu":
+            return rounded
+        result = rounded.astype(dt)
+    except BaseException:
+        rounded.free()
+        raise
+    rounded.free()
+    return result
 
 
 def sign(x, /):

@@ -34,10 +34,49 @@ def _takes(x: object) -> bool:
             or (isinstance(x, np.generic) and x.dtype in _DTYPES))
 
 
-def binary(name: str, a, b):
-    """``a <op> b``; ``NotImplemented`` for an operand the namespace does not take."""
-    if not _takes(b):
+_OPERATOR_SYMBOLS = {
+    "add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//",
+    "remainder": "%", "pow": "**", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
+    "bitwise_left_shift": "<<", "bitwise_right_shift": ">>", "matmul": "@", "equal": "==",
+    "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+
+
+def _host_data(x: object) -> str | None:
+    """What a host operand is, for the refusal, or ``None`` for anything else."""
+    if isinstance(x, np.ndarray):
+        return "a NumPy array"
+    if isinstance(x, (list, tuple)):
+        return f"a Python {type(x).__name__}"
+    return None
+
+
+def host_operand_error(what: str, a, b: object) -> TypeError:
+    """``a <op> np_array`` or ``a <op> [1, 2]``: refused, never copied silently
+    (docs/compute.md, "Operators"); says which two types met and both ways out."""
+    other = type(b).__name__
+    return TypeError(
+        f"{what} mixes a gpuarrays GPUArray (on {a._storage.device}) with {_host_data(b)} "
+        f"({other}): gpuarrays does not copy host data to the device, or device data to the "
+        f"host, implicitly; copy the {other} to the device with ga.asarray(x, "
+        f"device={str(a._storage.device)!r}), or the GPUArray to the host with .get()")
+
+
+def _refuse(name: str, a, b, reflected: bool = False):
+    """``NotImplemented`` (Python then tries the other side or identity), or the error
+    for host data: returning ``NotImplemented`` for a list lets ``list * array`` reach
+    ``list.__mul__`` and a misleading "only integer arrays can be used as an index"."""
+    if _host_data(b) is None:
         return NotImplemented
+    sym = _OPERATOR_SYMBOLS.get(name, name)
+    left, right = (type(b).__name__, "GPUArray") if reflected else ("GPUArray", type(b).__name__)
+    raise host_operand_error(f"{left} {sym} {right}", a, b)
+
+
+def binary(name: str, a, b):
+    """``a <op> b``; ``NotImplemented`` for an operand the namespace does not take, a
+    ``TypeError`` naming the remedies for a NumPy array or a list."""
+    if not _takes(b):
+        return _refuse(name, a, b)
     if name == "matmul":  # arrays only (docs/linalg.md)
         return matmul(a, b) if isinstance(b, ArrayBase) else NotImplemented
     return apply(OPS[name], (a, b))
@@ -46,7 +85,7 @@ def binary(name: str, a, b):
 def reflected(name: str, a, b):
     """``b <op> a`` (``a.__radd__(b)`` and the like)."""
     if not _takes(b):
-        return NotImplemented
+        return _refuse(name, a, b, reflected=True)
     if name == "matmul":
         return matmul(b, a) if isinstance(b, ArrayBase) else NotImplemented
     return apply(OPS[name], (b, a))
@@ -56,6 +95,9 @@ def inplace(name: str, a, b):
     """``a <op>= b`` into ``a``'s storage; the result must cast to ``a``'s dtype
     (``same_kind``), and ``b`` broadcast to ``a``'s shape."""
     if not _takes(b):
+        if _host_data(b) is not None:
+            raise host_operand_error(f"GPUArray {_OPERATOR_SYMBOLS.get(name, name)}= "
+                                     f"{type(b).__name__}", a, b)
         return NotImplemented
     if name == "matmul":
         return imatmul(a, b) if isinstance(b, ArrayBase) else NotImplemented
@@ -81,8 +123,54 @@ def array_ufunc(a, ufunc, method: str, *inputs, **kwargs):
 
     Other methods (``outer``, ``at``, ``reduceat``), ufuncs without a row, NumPy
     arrays among the operands and non-default options (``where=``, ``dtype=``
-    ...) give ``NotImplemented`` (NumPy then raises ``TypeError``).
+    ...) raise a ``TypeError`` that says which and what to do instead -- NumPy's own
+    message for a refusal ("operand type(s) all returned NotImplemented") explains
+    neither.  Only when another library's array with its own ``__array_ufunc__`` takes
+    part is the answer ``NotImplemented``, so that NumPy asks that library next.
     """
+    result = _array_ufunc(ufunc, method, inputs, dict(kwargs))
+    if result is NotImplemented and not _foreign_override(inputs, kwargs):
+        raise _ufunc_refusal(a, ufunc, method, inputs, kwargs)
+    return result
+
+
+def _foreign_override(inputs: tuple, kwargs: dict) -> bool:
+    """Whether an operand (or ``out``) of another library overrides NumPy's ufuncs."""
+    out = kwargs.get("out")
+    items = (*inputs, *(out if type(out) is tuple else (out,)))
+    return any(getattr(type(x), "__array_ufunc__", None) is not None
+               and not isinstance(x, (ArrayBase, np.ndarray, np.generic)) for x in items)
+
+
+def _ufunc_refusal(a, ufunc, method: str, inputs: tuple, kwargs: dict) -> TypeError:
+    name = getattr(ufunc, "__name__", repr(ufunc))
+    call = f"numpy.{name}" + ("" if method == "__call__" else f".{method}")
+    shown = ", ".join(type(x).__name__ for x in inputs)
+    for x in inputs:
+        if _host_data(x) is not None:
+            return host_operand_error(f"{call}({shown})", a, x)
+    options = sorted(k for k, v in kwargs.items()
+                     if not (v is _UFUNC_KWARGS.get(k, None) or (k == "out" and v == (None,))))
+    given = f" with {', '.join(o + '=' for o in options)}" if options else ""
+    if method != "__call__":
+        return TypeError(
+            f"{call}({shown}){given} is not supported on gpuarrays arrays: gpuarrays runs "
+            "numpy.add/multiply/maximum/minimum/logical_and/logical_or.reduce (as ga.sum, "
+            "prod, max, min, all, any, with axis=, dtype=, keepdims=) and numpy.add/multiply"
+            ".accumulate (ga.cumulative_sum, cumulative_prod, with axis=, dtype=); call the "
+            "namespace's functions, or copy to the host with .get() and use NumPy (NumPy "
+            "2.4 keeps a reference to the operand of a refused reduce or accumulate: "
+            "free a large array with .free() when done)")
+    if BY_UFUNC.get(ufunc) is None:
+        return TypeError(f"{call}({shown}): gpuarrays has no equivalent of numpy.{name}; "
+                         "copy to the host with .get() and use NumPy")
+    return TypeError(
+        f"{call}({shown}){given}: gpuarrays runs ufunc calls on its arrays with out= (a "
+        f"GPUArray) only, not these options; call ga.{BY_UFUNC[ufunc].name} and convert "
+        "the result (astype, ga.where), or copy to the host with .get() and use NumPy")
+
+
+def _array_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
     if method in ("reduce", "accumulate"):
         return reduce_ufunc(ufunc, method, inputs, kwargs)
     op = BY_UFUNC.get(ufunc)

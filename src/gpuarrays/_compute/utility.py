@@ -40,10 +40,10 @@ def _along(ndim: int, ax: int, sl: slice) -> tuple:
 
 
 def _check_part(what: str, x, p) -> None:
-    if type(p) in SCALAR_TYPES:
+    if type(p) in SCALAR_TYPES or isinstance(p, np.generic):  # NumPy scalars: their dtype
         return
     if not isinstance(p, ArrayBase):
-        raise TypeError(f"diff(): {what} must be a gpuarrays array or a Python scalar, "
+        raise TypeError(f"diff(): {what} must be a gpuarrays array or a Python or NumPy scalar, "
                         f"got {type(p).__name__}")
     p._live()
     if p._storage.device != x._storage.device:
