@@ -391,3 +391,23 @@ def test_a_cached_loop_allocates_nothing_after_the_first_iteration(device):
         counts.append(rec.count)
     assert counts[1:] == [0, 0], counts
     cache.free()
+
+
+@pytest.mark.parametrize("reps, dtype", [
+    ([2**62, 2**62, 2**62], np.int64),        # wraps to a negative total
+    ([2**63 - 1, 2**63 - 1, 3], np.int64),    # wraps to a small positive total
+    ([2**63, 1, 1], np.uint64),               # past int64 as one count
+])
+def test_repeat_counts_whose_sum_overflows_int64_are_a_value_error(device, reps, dtype):
+    """Regression: the running sum wrapped, and the result was a SystemError, a segfault
+    (np.repeat on cpu, the kernel on OpenCL) or a silently short array (uint64 counts)."""
+    x = ga.asarray(np.arange(3.0), device=device)
+    counts = ga.asarray(np.array(reps, dtype=dtype), device=device)
+    before = ga.memory_stats(device)["used_bytes"]
+    with pytest.raises(ValueError, match=r"repeat\(\): the repeats add up to more than"):
+        ga.repeat(x, counts)
+    assert ga.memory_stats(device)["used_bytes"] == before  # temporaries went back
+    with pytest.raises(ValueError, match=r"repeat\(\): 3 elements repeated"):
+        ga.repeat(x, 2**62)
+    assert ga.repeat(x, ga.asarray(np.array([1, 2, 3], dtype=dtype), device=device)).get(
+    ).tolist() == [0.0, 1.0, 1.0, 2.0, 2.0, 2.0]

@@ -67,7 +67,11 @@ _make = make
 
 
 def _new_array_slow(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArray:
-    """``new_array`` for sizes past 2**63 bytes (the allocation then fails, as it should)."""
+    """``new_array`` for sizes past 2**63 bytes (the allocation then fails, as it should)
+    and for negative lengths (a caller's size that wrapped: ``ValueError``)."""
+    if any(n < 0 for n in shape):
+        raise ValueError(f"cannot make an array of shape {shape}: a length is negative (a "
+                         f"size computed from data that wrapped around?)")
     itemsize = dtype.itemsize
     return _make(new_storage(device, kind, math.prod(shape) * itemsize), shape,
                  c_strides(shape, itemsize), 0, dtype, True, True)

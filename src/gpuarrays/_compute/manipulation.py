@@ -547,6 +547,9 @@ def repeat(x, repeats, /, *, axis=None):
                         f"{type(repeats).__name__}") from None
     if r < 0:
         raise ValueError(f"repeat(): repeats must be >= 0, got {r}")
+    if x.size * r > _INT64_MAX:
+        raise ValueError(f"repeat(): {x.size} elements repeated {r} times make {x.size * r}, "
+                         f"more than {_INT64_MAX}; give smaller repeats")
     if axis is None:
         vshape, vstrides = x._shape + (r,), x._strides + (0,)
         return _fill_repeated(x, (x.size * r,), vshape, vstrides)
@@ -594,10 +597,14 @@ def _repeat_array(x, repeats, axis):
             temps.append(r)
         positions = scan("cumulative_sum", r, 0, np.dtype(np.int64), False)
         temps.append(positions)
-        total, negative = _count(positions, r)
+        total, negative, wrapped = _count(positions, r)
         if negative:
             raise ValueError(f"repeat(): repeats must be >= 0; {negative} of them are "
                              f"negative")
+        if wrapped:
+            raise ValueError(f"repeat(): the repeats add up to more than {_INT64_MAX} "
+                             f"elements (their running sum overflows int64); give smaller "
+                             f"repeats")
         out_shape = src._shape[:ax] + (total,) + src._shape[ax + 1:]
         out = new_array(out_shape, x._dtype, dev, x._storage.kind)
         try:
@@ -612,28 +619,37 @@ def _repeat_array(x, repeats, axis):
             t.free()
 
 
-def _count(positions, r) -> tuple[int, int]:
-    """The total (last running sum) and the number of negative repeats: one device read."""
+_INT64_MAX = 2**63 - 1
+
+
+def _count(positions, r) -> tuple[int, int, int]:
+    """The total (last running sum), the number of negative repeats and the number of places
+    where the running sum wrapped (it went down, or below 0: repeats are >= 0, so only an
+    overflow of int64 does that): one device read."""
+    from .elementwise import less
     from .searching import count_nonzero
 
     dev = positions._storage.device
     n = positions._shape[0]
-    pair = new_array((2,), np.dtype(np.int64), dev, "device")
+    counts = new_array((3,), np.dtype(np.int64), dev, "device")
     try:
-        with pair[0:1] as first, positions[n - 1:n] as last:
+        with counts[0:1] as first, positions[n - 1:n] as last:
             _copy(first, last)
-        with pair[1:2] as second:
+        with counts[1:2] as second:
             if r._dtype.kind == "i":
-                from .elementwise import less
-
                 with less(r, 0) as neg, count_nonzero(neg) as cnt, reshape(cnt, (1,)) as c1:
                     _copy(second, c1)
             else:
                 second.fill(0)
-        total, negative = (int(v) for v in pair.get())  # the one synchronisation
+        with counts[2:3] as third, positions[1:] as later, positions[:-1] as earlier, \
+                less(later, earlier) as down, less(positions, 0) as below, \
+                count_nonzero(down) as n_down, count_nonzero(below) as n_below:
+            with (n_down + n_below) as both, reshape(both, (1,)) as w1:
+                _copy(third, w1)
+        total, negative, wrapped = (int(v) for v in counts.get())  # the one synchronisation
     finally:
-        pair.free()
-    return total, negative
+        counts.free()
+    return total, negative, wrapped
 
 
 def _fill_by_positions(out, src, positions, ax: int) -> None:
