@@ -221,3 +221,15 @@ def test_alloc_cache_failed_construction_does_not_warn():
             ga.AllocCache(5)
         gc.collect()
     assert [str(w.message) for w in caught if w.category is ga.GPUArraysWarning] == []
+
+
+@pytest.mark.parametrize("copy", ["maybe", None, 1, 0.0])
+def test_astype_copy_must_be_a_bool(device, copy):
+    """Regression: ga.astype(x, dtype, copy="maybe") was accepted (and meant True)."""
+    x = ga.asarray(np.arange(3.0), device=device)
+    for call in (lambda: ga.astype(x, np.float32, copy=copy),
+                 lambda: x.astype(np.float32, copy=copy)):
+        with pytest.raises(TypeError, match="copy must be True or False"):
+            call()
+    assert ga.astype(x, np.float64, copy=False) is x
+    assert ga.astype(x, np.float32, copy=np.bool_(True)).dtype == np.float32

@@ -436,7 +436,11 @@ class GPUArray(_core.Array):
         return transfer.copy(self, self._dtype, order)
 
     def astype(self, dtype, copy: bool = True) -> GPUArray:
-        """Convert to ``dtype`` (NumPy's casting); ``copy=False`` may return ``self``."""
+        """Convert to ``dtype`` (NumPy's casting); ``copy=False`` may return ``self``.
+        ``copy`` is a bool (``TypeError`` otherwise, e.g. for ``"maybe"``)."""
+        if copy is not True and copy is not False and type(copy) is not np.bool_:
+            raise TypeError(f"astype(): copy must be True or False, got {copy!r}; False "
+                            f"returns the array itself when the dtype does not change")
         dt = normalize_dtype(dtype)
         if not copy and dt == self._dtype:
             self._live()
