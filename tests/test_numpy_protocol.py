@@ -307,3 +307,17 @@ def test_refused_ufunc_reduce_does_not_pin_the_operand():
     with pytest.raises(TypeError):
         np.subtract.reduce(a)
     assert sys.getrefcount(a) == before
+
+
+def test_np_matmul_writes_into_out(device):
+    """Regression: np.matmul(a, b, out=o) was refused ("no equivalent of numpy.matmul")."""
+    x = np.arange(12.0).reshape(3, 4)
+    a, b = ga.asarray(x, device=device), ga.asarray(x.T.copy(), device=device)
+    for dtype in (np.float64, np.float32):
+        o = ga.empty((3, 3), dtype=dtype, device=device)
+        assert np.matmul(a, b, out=o) is o and np.matmul(a, b, out=(o,)) is o
+        np.testing.assert_allclose(o.get(), x @ x.T)
+    with pytest.raises(TypeError, match="same_kind"):
+        np.matmul(a, b, out=ga.empty((3, 3), dtype=np.int64, device=device))
+    with pytest.raises(ValueError, match=r"out= has shape \(9,\)"):
+        np.matmul(a, b, out=ga.empty(9, device=device))

@@ -447,12 +447,29 @@ def _gufunc(inner):
         target = GUFUNCS.get(getattr(ufunc, "__name__", None)) if method == "__call__" else None
         if target is not None and getattr(np, ufunc.__name__, None) is ufunc:
             fn = _resolve(_namespace(), target)
-            if (fn is not None and len(inputs) == 2 and kwargs.get("out") in (None, (None,))
-                    and set(kwargs) <= {"out"}
+            out = kwargs.get("out")
+            if type(out) is tuple and len(out) == 1:
+                out = out[0]
+            if (fn is not None and len(inputs) == 2 and set(kwargs) <= {"out"}
+                    and (out is None or isinstance(out, ArrayBase))
                     and all(isinstance(x, ArrayBase) for x in inputs)):
-                return fn(*inputs)
+                return fn(*inputs) if out is None else _into(ufunc.__name__, fn(*inputs), out)
         return inner(a, ufunc, method, *inputs, **kwargs)
     return array_ufunc
+
+
+def _into(name: str, result, out):
+    """``out[...] = result`` under NumPy's rules for a gufunc's ``out=`` (the same shape, a
+    ``same_kind`` cast), then ``out``; the result's memory goes back either way."""
+    with result:
+        if out.shape != result.shape:
+            raise ValueError(f"numpy.{name}: out= has shape {out.shape}, the result "
+                             f"{result.shape}; give an out of the result's shape")
+        if not np.can_cast(result.dtype, out.dtype, "same_kind"):
+            raise TypeError(f"numpy.{name}: cannot cast the result from {result.dtype} to "
+                            f"out's {out.dtype} under the 'same_kind' rule")
+        out[...] = result
+    return out
 
 
 def install() -> None:
