@@ -27,10 +27,6 @@ import gpuarrays as ga
 ComplexWarning = np.exceptions.ComplexWarning
 
 
-def other_devices(device):
-    return [d for d in ga.devices() if d != device] + [device]
-
-
 # a[idx] = value -------------------------------------------------------------------------
 def _value_for(data, target_shape, dtype, device, seed):
     """A value broadcastable to ``target_shape``: scalar, NumPy array, list or GPUArray."""
@@ -111,15 +107,6 @@ def test_setitem_forms(device):
     n[1:] = src_n
     g[1:] = src_g  # GPUArray value of another dtype, broadcast over rows
     same_values(g.get(), n)
-
-
-def test_setitem_from_other_device(device):
-    for other in other_devices(device):
-        n, g = pair((2, 3), "i4", device)
-        s_n, s_g = pair((3,), "i2", other, seed=9)
-        n[...] = s_n
-        g[...] = s_g
-        same_values(g.get(), n)
 
 
 def test_setitem_broadcast_errors(device, used):
@@ -517,3 +504,20 @@ def test_complex_to_real_copy_warns_on_every_backend(device):
     b = c.astype(bool)  # complex -> bool tests the whole value and does not warn, as NumPy
     assert b.tolist() == [True, True]
     assert ga.asarray(np.array([1j, 0]), device=device).astype(bool).tolist() == [True, False]
+
+
+def test_assigning_an_array_from_another_device_is_explicit(device):
+    """Regression: a[0:2] = array_on_another_device copied through the host without asking;
+    it is a ValueError naming to_device, and the destination is unchanged."""
+    others = [d for d in ga.devices() if d != device]
+    if not others:
+        pytest.skip("one device only: nothing to mix")
+    a = ga.asarray(np.arange(4.0), device=device)
+    src = ga.asarray(np.array([9.0, 9.0]), device=others[0])
+    for write in (lambda: a.__setitem__(slice(0, 2), src), lambda: ga.copyto(a[:2], src)):
+        with pytest.raises(ValueError, match=r"transfers between devices are explicit.*"
+                                             r"to_device"):
+            write()
+    assert a.get().tolist() == [0.0, 1.0, 2.0, 3.0]
+    a[0:2] = src.to_device(device)
+    assert a.get().tolist() == [9.0, 9.0, 2.0, 3.0]

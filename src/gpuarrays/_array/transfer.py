@@ -108,12 +108,16 @@ def copy_raw(dst, src) -> None:
 
 
 def assign(dst, value) -> None:
-    """``dst[...] = value``: a GPUArray, NumPy array, sequence or scalar, broadcast."""
+    """``dst[...] = value``: a GPUArray on ``dst``'s device, NumPy array, sequence or scalar,
+    broadcast.  A GPUArray on another device is a ``ValueError``: transfers are explicit
+    (``value.to_device(dst.device)``), as for every operation mixing devices."""
     if isinstance(value, ArrayBase):
-        if value.device == dst.device:
-            copy_raw(dst, value)
-            return
-        value = value.get()
+        if value.device != dst.device:
+            raise ValueError(f"cannot assign an array on {value.device} into an array on "
+                             f"{dst.device}: transfers between devices are explicit; move it "
+                             f"first with value.to_device({str(dst.device)!r})")
+        copy_raw(dst, value)
+        return
     dst._live()
     try:
         host = np.asarray(value, dtype=dst.dtype)
