@@ -315,8 +315,41 @@ def _matrix(op: str, out, x, k: int) -> None:
             else:
                 np.copyto(z, view(x), where=mask)
         return
+    if out._dtype.names is not None:
+        _structured_matrix(op, out, x, k)
+        return
     from .device import indexed
 
     with dev.gate:
         indexed.matrix(op, out, x, k)
+
+
+def _structured_matrix(op: str, out, x, k: int) -> None:
+    """``_matrix`` of a structured dtype on a device, whose kernels handle numbers: ``eye``
+    zeroes ``out`` and writes the element whose every field is 1 along its diagonal (NumPy's
+    eye); ``tril``/``triu`` run on the elements' bytes, moved to a leading axis (zero
+    bytes are NumPy's zero of every field)."""
+    R, C = out._shape[-2], out._shape[-1]
+    if x is None:
+        out.fill(0)
+        count = min(R, C - k) if k >= 0 else min(R + k, C)
+        if count > 0:
+            start = k if k >= 0 else -k * C
+            with out.reshape(-1) as flat, flat[start:start + (count - 1) * (C + 1) + 1:C + 1] \
+                    as diagonal:
+                diagonal.fill(np.ones((), out._dtype))
+        return
+    from .manipulation import moveaxis
+
+    size = out._dtype.itemsize
+    src = x.copy() if not x._is_c() else x
+    try:
+        with src.view(np.uint8) as b, b.reshape((*src._shape, size)) as elements, \
+                moveaxis(elements, -1, 0) as fields, _tri(op, fields, k) as kept, \
+                moveaxis(kept, 0, -1) as back, out.view(np.uint8) as ob, \
+                ob.reshape((*out._shape, size)) as target:
+            copy_raw(target, back)
+    finally:
+        if src is not x:
+            src.free()
 

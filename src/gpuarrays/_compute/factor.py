@@ -429,12 +429,26 @@ def pinv(x, kind, rtol):
         _free(*temps)
 
 
+def norm_max(a, axis, keepdims: bool = False):
+    """``max`` for a norm: over nothing it is 0, as NumPy's norms answer (they are >= 0),
+    where ``max`` of an empty sequence raises."""
+    axes = tuple(ax % a.ndim for ax in ((axis,) if isinstance(axis, int) else axis))
+    if a.ndim and any(a._shape[ax] == 0 for ax in axes):
+        shape = tuple(1 if i in axes else n for i, n in enumerate(a._shape) if keepdims
+                      or i not in axes)
+        out = new_array(shape, a._dtype, a._storage.device, a._storage.kind)
+        with filling(out):
+            out.fill(0)
+        return out
+    return _max(a, axis=axis, keepdims=keepdims)
+
+
 def svd_norm(x, kind, ord, keepdims: bool):
     """``matrix_norm`` with ord 2 (the largest singular value), -2 (the smallest) or
     ``"nuc"`` (their sum)."""
     s = svd(x, kind, False)[1]
     try:
-        red = {2: _max, -2: _min}.get(ord, _sum)
+        red = {2: norm_max, -2: _min}.get(ord, _sum)
         r = red(s, axis=-1)
     finally:
         s.free()

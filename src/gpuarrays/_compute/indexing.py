@@ -302,6 +302,8 @@ def _device_indices(plan: _Plan, dev, target=None) -> list[tuple]:
             raw = c._raw()
         bs = broadcast_strides(raw.shape, raw.strides, plan.bshape)
         key = f"{raw.dtype.kind}{raw.dtype.itemsize}"
+        if key == "u8":  # NumPy casts uint64 indices to intp: 2**64 - 1 is -1
+            key = "i8"
         out.append((key, raw.ptr, ix.bound, ix.stride, bs))
     return out
 
@@ -317,8 +319,8 @@ def _raise_flagged(plan: _Plan, flag) -> None:
     got = flag.get()
     for j, ix in enumerate(plan.indices):
         if got[2 * j]:
-            v = got[2 * j + 1]
-            if ix.array._dtype.kind == "u":
+            v = int(got[2 * j + 1])
+            if ix.array._dtype.kind == "u" and ix.array._dtype.itemsize < 8:
                 v = int(np.int64(v).view(np.uint64))
             raise IndexError(f"index {v} is out of bounds for axis {ix.axis} with size "
                              f"{ix.bound}")

@@ -27,7 +27,7 @@ import numpy as np
 from .._array.make import ArrayBase, new_array
 from . import cpu_engine, promotion
 from .ownership import filling
-from .sorting import _kind, _prepared
+from .sorting import _check_array, _kind, _prepared
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values", "isin",
            "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult"]
@@ -39,13 +39,6 @@ UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indi
 
 _INDEX = np.dtype(np.int64)
 _BOOL = np.dtype(bool)
-
-
-def _check_array(name: str, x) -> None:
-    if not isinstance(x, ArrayBase):
-        raise TypeError(f"{name}() takes a gpuarrays array, got {type(x).__name__}; "
-                        f"copy host data to the device first with ga.asarray(x, device=...)")
-    x._live()
 
 
 def _unique(name: str, x, indices: bool, inverse: bool, counts: bool) -> dict:
@@ -191,7 +184,7 @@ def isin(x1, x2, /, *, invert=False):
     if not isinstance(invert, bool | np.bool_):
         raise TypeError(f"isin(): invert must be True or False, got {invert!r}")
     for a in arrays:
-        a._live()
+        _check_array("isin", a)
     dev = arrays[0]._storage.device
     if len(arrays) == 2 and arrays[1]._storage.device != dev:
         raise ValueError(f"isin(): x1 is on {dev} and x2 on {arrays[1]._storage.device}; "

@@ -31,9 +31,17 @@ _INDEX = np.dtype(np.int64)
 
 
 def _check_array(name: str, x):
+    """A live gpuarrays array of an ordered dtype, else ``TypeError`` (or
+    ``FreedArrayError``).  Structured dtypes are refused on every device alike (the sort,
+    search and set kernels order numbers and bool; NumPy's field-by-field order would hold
+    on the cpu engine only)."""
     if not isinstance(x, ArrayBase):
         raise TypeError(f"{name}() takes a gpuarrays array, got {type(x).__name__}; "
                         f"copy host data to the device first with ga.asarray(x, device=...)")
+    if x._dtype.names is not None:
+        raise TypeError(f"{name}() of a structured dtype {x._dtype}: gpuarrays sorts, "
+                        f"searches and compares sets of numbers and bool on every device; "
+                        f"use NumPy on a host copy (x.get())")
     x._live()
 
 

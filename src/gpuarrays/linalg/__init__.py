@@ -37,7 +37,6 @@ from .._compute.linalg import (
 from .._compute.manipulation import expand_dims
 from .._compute.reductions import normalize_axes
 from .._compute.searching import count_nonzero
-from .._compute.statistical import max as _max
 from .._compute.statistical import min as _min
 from .._compute.statistical import sum as _sum
 from .._compute.table import OPS
@@ -444,7 +443,7 @@ def _device_vector_norm(x, axes: tuple, keepdims: bool, ord, rd):
     try:
         ord = float(ord)
         if ord == math.inf:
-            return _max(a, axis=axes, keepdims=keepdims)
+            return _factor.norm_max(a, axes, keepdims)
         if ord == -math.inf:
             return _min(a, axis=axes, keepdims=keepdims)
         if ord == 0:
@@ -493,7 +492,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     try:
         s = _sum(a, axis=nd - 2 if ord in (1, -1) else nd - 1, keepdims=True)
         try:
-            red = _max if ord in (1, math.inf) else _min
+            red = _factor.norm_max if ord in (1, math.inf) else _min
             r = red(s, axis=nd - 1 if ord in (1, -1) else nd - 2, keepdims=True)
         finally:
             s.free()
