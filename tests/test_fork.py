@@ -96,3 +96,57 @@ def test_fork_with_a_live_device_never_hangs_and_names_the_remedy(device):
         out, err = proc.communicate()
         pytest.fail(f"fork on {device} hung for {LIMIT_S} s:\n{out}\n{err}")
     assert proc.returncode == 0 and out.strip().endswith("ok"), f"{out}\n{err}"
+
+
+BUSY_SCRIPT = r"""
+import os, sys, threading
+import numpy as np
+import gpuarrays as ga
+
+dev = ga.get_device("cpu:0")
+x = ga.asarray(np.ones(1 << 22, dtype=np.float32), device=dev)
+stop = threading.Event()
+
+def busy():  # compute calls, back to back, in another thread: each holds the gate
+    while not stop.is_set():
+        ga.sort(x)
+
+worker = threading.Thread(target=busy)
+worker.start()
+held = 0
+for _ in range(int(sys.argv[1])):
+    held += dev.gate._readers > 0
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ga.device_reset(dev)  # hung forever on a hold inherited from the busy thread
+            y = ga.asarray(np.arange(5.0), device=dev)
+            ok = ga.sum(y * 2).get() == 20.0 and dev.gate._readers == 0
+        except BaseException as e:
+            print("child:", repr(e), file=sys.stderr)
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"a child failed: {status}")
+stop.set()
+worker.join()
+print("ok", held)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_a_fork_during_a_compute_call_in_another_thread_leaves_a_clean_gate():
+    """The child of a fork taken while another thread is inside a compute call (holding the
+    device's gate) starts with a clean gate: device_reset there does not wait forever."""
+    proc = subprocess.Popen([sys.executable, "-c", BUSY_SCRIPT, "8"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"a forked child hung in device_reset:\n{out}\n{err}")
+    assert proc.returncode == 0, f"{out}\n{err}"
+    word, held = out.split()
+    assert word == "ok" and int(held) >= 1, out  # at least one fork came during a hold

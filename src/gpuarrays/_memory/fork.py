@@ -12,7 +12,10 @@ exit"):
 - the epoch of each of its devices ends, so arrays inherited from the parent
   are dropped without a platform call, and using one raises
   ``DeviceResetError`` saying why;
-- the ``cpu`` back-end (``survives_fork``) keeps working.
+- the ``cpu`` back-end (``survives_fork``) keeps working;
+- every device's usage gate and platform lock start clean: holds taken by threads that did
+  not survive the fork (a compute call, an allocation running in another thread) are
+  forgotten, so ``device_reset`` in the child never waits for them.
 
 The child is single-threaded when the handler runs.
 """
@@ -79,6 +82,9 @@ def _after_fork_in_child() -> None:
     if not loaded:
         return
     made = _devices.loaded_devices()
+    for dev in made:  # a thread inside a transfer, a kernel or a platform call is gone
+        dev.gate.after_fork()
+        dev.memory.after_fork()
     for name, impl in list(loaded.items()):
         if getattr(impl, "survives_fork", False) or isinstance(impl, ForkedBackend):
             continue

@@ -40,6 +40,12 @@ class UsageGate(_core.Gate):
             finally:
                 self._waiting -= 1
 
+    def after_fork(self) -> None:
+        """In a fork's child: start clean.  The threads that held the gate or waited on it
+        did not survive the fork, and its condition's lock may have been held by one."""
+        self._forget_holds()
+        self._cond = threading.Condition(threading.Lock())
+
     def _wake(self) -> None:
         with self._cond:
             self._cond.notify_all()

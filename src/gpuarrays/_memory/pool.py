@@ -116,6 +116,11 @@ class MemoryManager(_core.Pool):
             raise ValueError(f"GPUARRAYS_MEMORY_LIMIT is not a valid size: {e}") from None
 
     # allocation -----------------------------------------------------------------
+    def after_fork(self) -> None:
+        """In a fork's child: a new platform lock (a thread that held it for a platform
+        call at the fork did not survive, and would hold it forever)."""
+        self.platform_lock = threading.RLock()
+
     def take_block(self, kind: str, nbytes: int) -> tuple[int, int, Epoch]:
         """Take a block of at least ``nbytes`` out of the pool: ``(ptr, block_size, epoch)``.
 

@@ -84,10 +84,12 @@ PyObject *ga_core_new_array(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     int overflow = 0;
     if (ndim == 1) { /* the common case: the remembered (itemsize,) */
         Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, 0));
-        if (n < 0) {
-            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
-                return NULL;
-            PyErr_Clear();
+        if (n < 0) { /* past a Py_ssize_t, or negative: Python says which */
+            if (PyErr_Occurred()) {
+                if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                    return NULL;
+                PyErr_Clear();
+            }
             overflow = 1;
         }
         overflow |= __builtin_mul_overflow(nbytes, n, &nbytes);

@@ -127,6 +127,7 @@ typedef struct {
     Py_ssize_t readers; /* shared holds */
     Py_ssize_t waiting; /* threads waiting on the Python condition */
     char writer;        /* a reset holds the gate */
+    char forked;        /* a fork's child: holds of threads that did not survive are gone */
 } GateObject;
 
 /* CacheObject (cache.c) and PlanObject (compute.c) are private to their files. */

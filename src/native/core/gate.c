@@ -44,6 +44,8 @@ int ga_gate_exit(PyObject *gate)
 {
     GateObject *g = (GateObject *)gate;
     if (g->readers <= 0) {
+        if (g->forked) /* a hold taken before the fork, forgotten by _forget_holds */
+            return 0;
         PyErr_SetString(PyExc_RuntimeError, "the usage gate was left more often than entered");
         return -1;
     }
@@ -100,6 +102,15 @@ static PyObject *Gate_end_exclusive(GateObject *self, PyObject *Py_UNUSED(ignore
     Py_RETURN_NONE;
 }
 
+static PyObject *Gate_forget_holds(GateObject *self, PyObject *Py_UNUSED(ignored))
+{
+    self->readers = 0;
+    self->waiting = 0;
+    self->writer = 0;
+    self->forked = 1;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Gate_methods[] = {
     {"__enter__", (PyCFunction)Gate_enter, METH_NOARGS,
      "Hold the gate shared (waits only while a reset holds it)."},
@@ -111,6 +122,9 @@ static PyMethodDef Gate_methods[] = {
      "Take the gate exclusively if nobody holds it: whether it was taken."},
     {"_end_exclusive", (PyCFunction)Gate_end_exclusive, METH_NOARGS,
      "Let go of the exclusive hold (the caller then wakes the waiters)."},
+    {"_forget_holds", (PyCFunction)Gate_forget_holds, METH_NOARGS,
+     "In a fork's child: no holds, no waiters (their threads are gone); a later exit of a "
+     "hold taken before the fork is ignored."},
     {NULL}};
 
 static PyMemberDef Gate_members[] = {
