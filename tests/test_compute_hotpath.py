@@ -83,7 +83,11 @@ def test_operands_the_compiled_path_leaves_to_python(device):
             a + other
         with pytest.raises(TypeError):
             other - a  # (NumPy takes the list; gpuarrays refuses host data in __array_ufunc__)
-    assert a.__add__([1]) is NotImplemented and a.__iadd__("x") is NotImplemented
+    with pytest.raises(TypeError, match="ga.asarray"):  # host data: the remedies, at once
+        a.__add__([1])
+    assert a.__iadd__("x") is NotImplemented and a.__eq__([None]) is NotImplemented
+    assert not (a == (None,)) and a != ["x"]  # no numbers to compare: identity answers
+    assert a in (None, (None,), a)
 
 
 # the rules ---------------------------------------------------------------------------------

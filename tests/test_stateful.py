@@ -428,8 +428,13 @@ class ReliabilityMachine(RuleBasedStateMachine):
         elif op == "real":
             n, g = s.real, a.real
         else:  # imag
-            n, g = _same_outcome(lambda: s.imag if s.dtype.kind == "c" else 1 / "x",
-                                 lambda: a.imag)
+            if s.dtype.kind != "c":  # NumPy's read-only zeros, in one element of their own
+                with a.imag as g:
+                    if (g.shape != s.shape or g.dtype != s.dtype or g.flags.writeable
+                            or g.storage is a.storage or (g.size and g.get().any())):
+                        raise Violation(f"imag of a real array is not NumPy's zeros: {g!r}")
+                return
+            n, g = s.imag, a.imag
         if g is None:
             return
         self._derived(rec, g, n)

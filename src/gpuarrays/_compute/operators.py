@@ -50,6 +50,16 @@ def _host_data(x: object) -> str | None:
     return None
 
 
+def _numbers(x) -> bool:
+    """Whether host data ``x`` holds numbers (what ``==`` could compare elementwise)."""
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "biufc"
+    try:
+        return np.asarray(x).dtype.kind in "biufc"
+    except ValueError:  # ragged
+        return False
+
+
 def host_operand_error(what: str, a, b: object) -> TypeError:
     """``a <op> np_array`` or ``a <op> [1, 2]``: refused, never copied silently
     (docs/compute.md, "Operators"); says which two types met and both ways out."""
@@ -64,8 +74,10 @@ def host_operand_error(what: str, a, b: object) -> TypeError:
 def _refuse(name: str, a, b, reflected: bool = False):
     """``NotImplemented`` (Python then tries the other side or identity), or the error
     for host data: returning ``NotImplemented`` for a list lets ``list * array`` reach
-    ``list.__mul__`` and a misleading "only integer arrays can be used as an index"."""
-    if _host_data(b) is None:
+    ``list.__mul__`` and a misleading "only integer arrays can be used as an index".
+    ``==`` and ``!=`` with a sequence that holds no numbers (``x in (None, (None,))``
+    compares ``x == (None,)``) give ``NotImplemented``: Python answers by identity."""
+    if _host_data(b) is None or (name in ("equal", "not_equal") and not _numbers(b)):
         return NotImplemented
     sym = _OPERATOR_SYMBOLS.get(name, name)
     left, right = (type(b).__name__, "GPUArray") if reflected else ("GPUArray", type(b).__name__)

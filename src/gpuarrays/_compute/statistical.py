@@ -89,7 +89,7 @@ def reduce_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
         return NotImplemented
     kw = dict(kwargs)
     out = kw.pop("out", None)
-    if out not in (None, (None,)):
+    if not (out is None or (type(out) is tuple and len(out) == 1 and out[0] is None)):
         return NotImplemented
     if kw.pop("initial", _NO_VALUE) is not _NO_VALUE or kw.pop("where", True) is not True:
         return NotImplemented
