@@ -28,6 +28,7 @@ import numpy as np
 
 from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
+from .statistical import write_into
 
 __all__ = ["FUNCTIONS", "METHODS", "array_function", "array_method", "install", "dispatched"]
 
@@ -453,23 +454,10 @@ def _gufunc(inner):
             if (fn is not None and len(inputs) == 2 and set(kwargs) <= {"out"}
                     and (out is None or isinstance(out, ArrayBase))
                     and all(isinstance(x, ArrayBase) for x in inputs)):
-                return fn(*inputs) if out is None else _into(ufunc.__name__, fn(*inputs), out)
+                return fn(*inputs) if out is None else write_into(ufunc.__name__, fn(*inputs),
+                                                                  out)
         return inner(a, ufunc, method, *inputs, **kwargs)
     return array_ufunc
-
-
-def _into(name: str, result, out):
-    """``out[...] = result`` under NumPy's rules for a gufunc's ``out=`` (the same shape, a
-    ``same_kind`` cast), then ``out``; the result's memory goes back either way."""
-    with result:
-        if out.shape != result.shape:
-            raise ValueError(f"numpy.{name}: out= has shape {out.shape}, the result "
-                             f"{result.shape}; give an out of the result's shape")
-        if not np.can_cast(result.dtype, out.dtype, "same_kind"):
-            raise TypeError(f"numpy.{name}: cannot cast the result from {result.dtype} to "
-                            f"out's {out.dtype} under the 'same_kind' rule")
-        out[...] = result
-    return out
 
 
 def install() -> None:

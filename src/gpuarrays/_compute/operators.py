@@ -168,8 +168,9 @@ def _ufunc_refusal(a, ufunc, method: str, inputs: tuple, kwargs: dict) -> TypeEr
         return TypeError(
             f"{call}({shown}){given} is not supported on gpuarrays arrays: gpuarrays runs "
             "numpy.add/multiply/maximum/minimum/logical_and/logical_or.reduce (as ga.sum, "
-            "prod, max, min, all, any, with axis=, dtype=, keepdims=) and numpy.add/multiply"
-            ".accumulate (ga.cumulative_sum, cumulative_prod, with axis=, dtype=); call the "
+            "prod, max, min, all, any, with axis=, dtype=, keepdims=, out=, initial= and a "
+            "gpuarrays bool where=) and numpy.add/multiply.accumulate (ga.cumulative_sum, "
+            "cumulative_prod, with axis=, dtype=, out=); call the "
             "namespace's functions, or copy to the host with .get() and use NumPy (NumPy "
             "2.4 keeps a reference to the operand of a refused reduce or accumulate: "
             "free a large array with .free() when done)")
