@@ -244,17 +244,12 @@ def _tiles(dev, hint: str) -> tuple:
     return tiles
 
 
-_AUTO = object()
-
-
-def run(a, b, result, hint: str | None = None, layout=_AUTO) -> None:
+def run(a, b, result, hint: str | None = None) -> None:
     """``result[...] = a @ b`` on a device: ``a`` is ``(..., M, K)``, ``b`` ``(..., K, N)``,
     both at least 2-d with batch shapes that broadcast to ``result``'s ``(..., M, N)``.
 
     Enqueued on the device's queue (nothing waits); temporaries go back to the pool.
-    ``hint`` overrides the device's launch hint (tests run the GPU kernels on PoCL);
-    ``layout`` a vector layout of ``VECTOR`` (or None: the tiled kernel) overrides the
-    qualified one (tests).
+    ``hint`` overrides the device's launch hint (tests run the GPU kernels on PoCL).
     """
     dev = result._storage.device
     shape = result._shape
@@ -270,10 +265,7 @@ def run(a, b, result, hint: str | None = None, layout=_AUTO) -> None:
     temps: list = []
     try:
         rc = result._raw()
-        if layout is not _AUTO:
-            vec = layout
-        else:
-            vec = _vector_layout(dev, hint, rkey) if dev.backend == "opencl" else None
+        vec = _vector_layout(dev, hint, rkey) if dev.backend == "opencl" else None
         if vec is not None and not (a._dtype == b._dtype == result._dtype
                                     and rc.strides[-1] == rc.dtype.itemsize):
             vec = None
@@ -307,7 +299,7 @@ def run(a, b, result, hint: str | None = None, layout=_AUTO) -> None:
             spec = Spec(dev.backend, rkey, rkey, rkey, rkey, L, 1, RM, RN, 0, False, VW)
             tiles_m, tiles_n = -(-M // (L * RM)), -(-N // (VW * RN))
         else:
-            TM, TN, RM, RN, BK, local = _tiles(dev, hint) if layout is _AUTO else TILES[hint]
+            TM, TN, RM, RN, BK, local = _tiles(dev, hint)
             if N == 1:  # a matrix times a vector: every work-item on its own rows
                 TM, TN, RM, RN = TM * TN, 1, RM, 1
             elif M == 1:  # a vector times a matrix
