@@ -39,11 +39,13 @@ def _enter(cm):
 
 
 
-def _strict_asarray(a):
-    """``np.asarray(a)`` as a GPU refuses it: a CPU device's "device" memory is host memory,
-    which NumPy reads in place unless GPUARRAYS_STRICT_HOST=1 (tests/test_numpy_conversion.py)."""
-    with mock.patch.dict(os.environ, {"GPUARRAYS_STRICT_HOST": "1"}):
-        return np.asarray(a)
+def _strict(view):
+    """``view(a)`` as a GPU refuses it: a CPU device's "device" memory is host memory, which
+    NumPy reads in place unless GPUARRAYS_STRICT_HOST=1 (tests/test_numpy_conversion.py)."""
+    def strict(a):
+        with mock.patch.dict(os.environ, {"GPUARRAYS_STRICT_HOST": "1"}):
+            return view(a)
+    return strict
 
 
 # (id, call, error class, text the message must contain)
@@ -93,8 +95,9 @@ CASES = [
     ("item-of-3", lambda e: e.a.item(), ValueError, "(3,)"),
     ("write-imag-of-real", lambda e: e.a.imag.fill(1), ValueError, "read-only"),
     ("operand-list", lambda e: e.a * [1, 2, 3], TypeError, "list"),
-    ("host-view-of-device-memory", lambda e: e.a.host_view(), TypeError, "'device'"),
-    ("np-asarray-of-device-memory", lambda e: _strict_asarray(e.a), TypeError, "'device'"),
+    ("host-view-of-device-memory", lambda e: _strict(type(e.a).host_view)(e.a), TypeError,
+     "'device'"),
+    ("np-asarray-of-device-memory", lambda e: _strict(np.asarray)(e.a), TypeError, "'device'"),
     ("asarray-ragged", lambda e: ga.asarray([[1, 2], [3]], device=e.dev), ValueError,
      "inhomogeneous"),
     ("asarray-copy-false", lambda e: ga.asarray(np.ones(3), device=e.dev, copy=False),

@@ -106,12 +106,13 @@ def test_device_memory_refused_pointing_to_get(device, monkeypatch):
 
 
 def test_cpu_backend_enforces_device_semantics(monkeypatch):
-    """The reference back-end's device memory is host memory: host_view() refuses it
-    always, np.asarray() with GPUARRAYS_STRICT_HOST=1 (tests/test_numpy_conversion.py)."""
+    """The reference back-end's device memory is host memory: host_view() and np.asarray()
+    view it in place, and refuse it with GPUARRAYS_STRICT_HOST=1, as a GPU would."""
     a = ga.zeros(3, device="cpu:0", kind="device")
+    assert a.host_view().ctypes.data == a.data_ptr
+    monkeypatch.setenv("GPUARRAYS_STRICT_HOST", "1")
     with pytest.raises(TypeError):
         a.host_view()
-    monkeypatch.setenv("GPUARRAYS_STRICT_HOST", "1")
     with pytest.raises(TypeError):
         np.asarray(a)
 

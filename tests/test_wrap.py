@@ -406,7 +406,8 @@ def test_pointer_info_rejects_non_addresses(device):
             ga.pointer_info(bad, device)
 
 
-def test_wrapped_device_memory_has_no_host_view(device):
+def test_wrapped_device_memory_has_no_host_view(device, monkeypatch):
+    monkeypatch.setenv("GPUARRAYS_STRICT_HOST", "1")  # device memory refuses, as on a GPU
     x = ga.zeros(8, device=device, kind="device")
     w = ga.unsafe_wrap(x.storage.ptr, (8,), device=device)
     with pytest.raises(TypeError, match=r"\.get\(\)"):

@@ -688,12 +688,13 @@ class GPUArray(_core.Array):
 
     # host views and pickling -----------------------------------------------------------
     def host_view(self) -> np.ndarray:
-        """A NumPy array over the same memory (``host``/``unified`` arrays only).
+        """A NumPy array over the same memory, where the host addresses it in place (the
+        rule of ``np.asarray``: ``_array/conversion.py``).
 
         The NumPy array holds a handle on the storage while it lives.
-        ``TypeError`` for device memory: use ``.get()`` for an explicit copy.
+        ``TypeError`` for device memory the host cannot address: use ``.get()``.
         """
-        return transfer.host_view(self)
+        return _conversion.to_numpy_protocol(self)
 
     def __array__(self, dtype=None, copy=None):
         """``np.asarray(a)``: a zero-copy view holding the storage (as ``host_view``) for

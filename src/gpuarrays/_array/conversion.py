@@ -3,8 +3,8 @@
 Memory the host addresses in place -- the device's ``info.host_kinds`` (every kind on
 ``cpu`` and on an OpenCL CPU device such as PoCL, fine-grain SVM, CUDA pinned and
 managed memory), and ``"host"``/``"unified"`` everywhere -- converts as a zero-copy
-NumPy view that holds the storage exactly as ``a.host_view()`` does
-(``transfer.pinned_view``). Other device memory is refused with ``TypeError``: copying
+NumPy view that holds the storage (``transfer.pinned_view``); ``a.host_view()`` is the
+same view. Other device memory is refused with ``TypeError``: copying
 it to the host is slow and must be asked for (``a.get()``, ``ga.to_numpy(a)``).
 
 ``GPUARRAYS_STRICT_HOST=1`` keeps only ``"host"`` and ``"unified"`` memory convertible,

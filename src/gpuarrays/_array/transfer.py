@@ -255,17 +255,6 @@ def outside_handle(a):
     return handle
 
 
-def host_view(a) -> np.ndarray:
-    """NumPy view of host/unified memory, holding a handle while it lives."""
-    st = a._live()
-    if st.kind not in HOST_KINDS:
-        raise TypeError(
-            f"this GPUArray is in {st.kind!r} memory on {st.device}, which NumPy cannot read "
-            f"directly; copy it with a.get() (or ga.to_numpy(a)), or allocate it with "
-            f"kind='host' or kind='unified' for zero-copy host views")
-    return pinned_view(a)
-
-
 def pinned_view(a) -> np.ndarray:
     """NumPy view of ``a``'s memory, which the caller has checked the host addresses in
     place: the device's queued work is done first, and the NumPy array owns a hold
