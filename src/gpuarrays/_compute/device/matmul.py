@@ -431,20 +431,11 @@ _LOCAL_SOURCE = """__kernel void probe(__global const float *x, __global float *
 """
 
 
-def _run_probe(dev, text: str, x: np.ndarray, out_size: int, local: int) -> np.ndarray:
-    from ..._array.creation import asarray, to_numpy
-
-    gx = asarray(x, device=dev)
-    out = new_array((out_size,), x.dtype, dev, "device")
-    kernel = dev.impl.compile_kernel(dev.index, text, "probe", ("ptr", "ptr"))
-    kernel.launch([gx._raw().ptr, out._raw().ptr], _PROBE_ITEMS, local)
-    return to_numpy(out)
-
-
 def _fma_probe(dev, key: str, width: int) -> None:
     dt = np.dtype(f"f{key[1]}")
     x = (np.arange(_PROBE_ITEMS + 2) % 7 + 1).astype(dt)
-    got = _run_probe(dev, _fma_source(key, width), x, _PROBE_ITEMS, 1)
+    got, = qualify.run_probe(dev, _fma_source(key, width), [x], [(_PROBE_ITEMS, dt)],
+                             _PROBE_ITEMS)
     want = 2 * (x[:-2] * x[1:-1] + x[2:])  # small integers: exact whether fused or not
     if not np.array_equal(got, want):
         raise ValueError(f"wrong fma of {_CL_TYPE[key]}{width} vectors: {got[:4]} for {want[:4]}")
@@ -452,7 +443,8 @@ def _fma_probe(dev, key: str, width: int) -> None:
 
 def _local_probe(dev) -> None:
     x = np.arange(_PROBE_ITEMS, dtype=np.float32)
-    got = _run_probe(dev, _LOCAL_SOURCE, x, _PROBE_ITEMS, 64)
+    got, = qualify.run_probe(dev, _LOCAL_SOURCE, [x], [(_PROBE_ITEMS, x.dtype)], _PROBE_ITEMS,
+                             64)
     if not np.array_equal(got, x[::-1] + x):
         raise ValueError(f"wrong exchange through local memory: {got[:4]}")
 

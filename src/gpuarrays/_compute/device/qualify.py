@@ -49,7 +49,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["register", "allows", "verdict", "requalify", "location", "Verdict", "SHAPES"]
+import numpy as np
+
+__all__ = ["register", "run_probe", "allows", "verdict", "requalify", "location", "Verdict", "SHAPES"]
 
 _CHILD_FLAG = "GPUARRAYS_QUALIFY_CHILD"  # set in the probing child: every shape is allowed
 _FAULT = "GPUARRAYS_QUALIFY_FAULT"  # tests: "NAME" makes the child abort() in that shape
@@ -88,6 +90,21 @@ def register(name: str, what: str, sources: Callable[[], str],
              probe: Callable[[object], None]) -> None:
     """Declare a shape (at import of the generator that emits it)."""
     SHAPES[name] = Shape(name, what, sources, probe)
+
+
+def run_probe(device, source: str, inputs: list, outputs: list[tuple[int, object]],
+              items: int, local: int = 1) -> list:
+    """A representative's launch: kernel ``probe`` of ``source`` over the NumPy ``inputs``
+    (uploaded) and new ``(length, dtype)`` outputs, one pointer argument each, on ``items``
+    work-items; the outputs come back as NumPy arrays."""
+    from ..._array.creation import asarray, to_numpy
+    from ..._array.make import new_array
+
+    args = [asarray(x, device=device) for x in inputs]
+    args += [new_array((n,), np.dtype(dtype), device, "device") for n, dtype in outputs]
+    kernel = device.impl.compile_kernel(device.index, source, "probe", ("ptr",) * len(args))
+    kernel.launch([a._raw().ptr for a in args], items, local)
+    return [to_numpy(a) for a in args[len(inputs):]]
 
 
 @dataclass

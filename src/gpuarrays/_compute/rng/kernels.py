@@ -907,31 +907,24 @@ __kernel void probe(__global const ulong *x, __global float *f, __global double 
 
 def _probe_vectors(device) -> None:
     """Run ``_PROBE_SOURCE`` on ``device``; ``ValueError`` when a value is wrong."""
-    from ..._array.creation import asarray, to_numpy
-    from ..._array.make import new_array
-
     x = (np.arange(_PROBE_ITEMS, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
          + np.uint64(12345))
-    gx = asarray(x, device=device)
     v0 = x[:, None] + np.arange(8, dtype=np.uint64)
     low = np.uint64(0xFFFFFFFF)
-    u = new_array((_PROBE_ITEMS * 8,), np.dtype(np.uint32), device, "device")
-    kernel = device.impl.compile_kernel(device.index, _PROBE_TRUNCATE, "probe", ("ptr", "ptr"))
-    kernel.launch([gx._raw().ptr, u._raw().ptr], _PROBE_ITEMS, 1)
-    if not np.array_equal(to_numpy(u), (v0 & low).astype(np.uint32).ravel()):
+    u, = qualify.run_probe(device, _PROBE_TRUNCATE, [x], [(_PROBE_ITEMS * 8, np.uint32)],
+                           _PROBE_ITEMS)
+    if not np.array_equal(u, (v0 & low).astype(np.uint32).ravel()):
         raise ValueError("convert_uint8(ulong8) gives wrong values")
-    f = new_array((_PROBE_ITEMS * 32,), np.dtype(np.float32), device, "device")
-    d = new_array((_PROBE_ITEMS * 8,), np.dtype(np.float64), device, "device")
-    kernel = device.impl.compile_kernel(device.index, _PROBE_SOURCE, "probe",
-                                        ("ptr", "ptr", "ptr"))
-    kernel.launch([gx._raw().ptr, f._raw().ptr, d._raw().ptr], _PROBE_ITEMS, 1)
+    f, d = qualify.run_probe(device, _PROBE_SOURCE, [x], [(_PROBE_ITEMS * 32, np.float32),
+                                                          (_PROBE_ITEMS * 8, np.float64)],
+                             _PROBE_ITEMS)
     v1 = (((v0 & low) * np.uint64(0xD2511F53)) >> np.uint64(32)) ^ v0 ^ np.uint64(0x9E3779B9)
     s = np.concatenate([v0 & low, v1 & low], axis=1).astype(np.uint32) >> np.uint32(8)
     want_f = np.concatenate([s.view(np.int32).astype(np.float32) * np.float32(2.0 ** -24),
                              (v1 & low).astype(np.uint32).astype(np.float32)], axis=1)
     want_d = (v1 >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
-    got_f = to_numpy(f).reshape(_PROBE_ITEMS, 32)[:, :24]
-    got_d = to_numpy(d).reshape(_PROBE_ITEMS, 8)
+    got_f = f.reshape(_PROBE_ITEMS, 32)[:, :24]
+    got_d = d.reshape(_PROBE_ITEMS, 8)
     if not (np.array_equal(got_f, want_f) and np.array_equal(got_d, want_d)):
         raise ValueError("wrong values from the vector constructs (64-bit lanes, shuffle2, "
                          "conversions, non-temporal stores)")
