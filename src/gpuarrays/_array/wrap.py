@@ -1,9 +1,10 @@
 """Foreign memory: ``unsafe_wrap`` and ``pointer_info``.
 
 A wrapped array is an ordinary ``GPUArray`` over a storage whose home is a
-:class:`WrapHome`: when the last handle goes it frees the memory through the
-back-end (``own=True``), drops the ``owner`` object, and removes the host
-registration ("pin") it took.  Pins are counted per range in shared code, so
+:class:`WrapHome`: when the last handle goes it waits for the work queued on
+the device (not on ``cpu``), then drops the ``owner`` object, removes the host
+registration ("pin") it took and frees the memory through the back-end
+(``own=True``).  Pins are counted per range in shared code, so
 overlapping wraps register once and the last one unregisters -- also with
 ``own=False``.  Wraps are not allocations: they bypass pools, caches and
 statistics.
@@ -72,7 +73,8 @@ def unsafe_wrap(ptr_or_array, shape=None, dtype=None, *, strides=None, device=No
     (kept alive as the owner).  ``kind=None`` detects the kind from the pointer
     (``ValueError`` when it cannot be known).  ``own=True`` frees the memory
     with the back-end's call when the last handle goes; ``owner`` is kept
-    alive instead (the two exclude each other).  Unsafe: the caller vouches
+    alive instead (the two exclude each other).  Either happens only after the
+    work queued on the device is done.  Unsafe: the caller vouches
     that the memory is valid for the whole layout.
     """
     if own and owner is not None:

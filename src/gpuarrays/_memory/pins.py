@@ -4,7 +4,8 @@ Host memory wrapped for a device that needs it is registered with the
 platform once per range; pins are counted per range here, so overlapping
 wraps register once and the last one unregisters (also with ``own=False``).
 :class:`WrapHome` is the home of a wrapped storage: when its last handle
-goes it frees the memory if owned, removes the pin and drops the owner.
+goes it waits for the device's queued work, then drops the owner, removes the
+pin and frees the memory if owned.
 """
 
 from __future__ import annotations
@@ -93,7 +94,14 @@ def forget_pins(device) -> None:
 
 
 class WrapHome:
-    """Home of a wrapped storage: free if owned, unpin, drop the owner."""
+    """Home of a wrapped storage: wait for queued work, drop the owner, unpin, free if owned.
+
+    The memory is not gpuarrays': it belongs to the ``owner`` object (which the
+    storage keeps alive) or, with ``own=True``, to gpuarrays only for its one
+    free call.  Kernels and copies are queued on OpenCL and CUDA and may still
+    read or write it when the last handle goes, so :meth:`release_storage`
+    first waits for the device's queued work (:func:`_finish_queued_work`).
+    """
 
     __slots__ = ("free_ptr", "pinned")
 
@@ -103,9 +111,11 @@ class WrapHome:
 
     def release_storage(self, storage: Storage) -> None:
         device = storage.device
-        storage.owner = None
         if state.shutting_down or storage._epoch is not device.memory.epoch:
-            return  # after a reset the platform already forgot this memory
+            storage.owner = None  # exit: no platform calls; a reset synchronized first
+            return  # and the platform forgot this memory
+        _finish_queued_work(device)  # before the owner, the pin or the memory goes
+        storage.owner = None
         try:
             if self.pinned is not None:
                 pin_registry(device).unpin(device, self.pinned)
@@ -114,3 +124,28 @@ class WrapHome:
         except BackendError as e:
             warnings.warn(f"releasing wrapped memory at 0x{storage.ptr:x} failed: {e}",
                           GPUArraysWarning, stacklevel=2)
+
+
+def _finish_queued_work(device) -> None:
+    """Wait until the work queued on ``device`` is done; never raises, never blocks on the gate.
+
+    The back-end's ``synchronize`` (the whole in-order queue or stream, not just
+    the work that uses the memory): simple and correct, and only wrap releases
+    pay it.  ``cpu`` computes synchronously: nothing to wait for.  A release may
+    run in a finalizer, on any thread: it takes the usage gate shared only if
+    it is free at once, so it never waits for a reset, which holds the gate
+    exclusively after draining the queue itself.  A failure becomes a warning
+    and the release goes on.
+    """
+    if device.backend == "cpu":
+        return
+    gate = device.gate
+    if not gate._try_shared():
+        return  # a reset holds the gate: it synchronized before taking it
+    try:
+        device.impl.synchronize(device.index)
+    except BackendError as e:
+        warnings.warn(f"synchronize before releasing wrapped memory on {device} failed: {e}",
+                      GPUArraysWarning, stacklevel=3)
+    finally:
+        gate.__exit__(None, None, None)
