@@ -147,3 +147,63 @@ def test_a_transfer_that_starts_after_a_forced_free_raises_freed_array_error(dev
     with pytest.raises(ga.FreedArrayError, match="forced free"):
         a.get()
     assert faulty.calls["download"] == 0
+
+
+# Compute operations hold what they read (docs/design.md, "Release"): the worker stops at
+# its first allocation inside the operation; the main thread force-frees the operand and
+# allocates a block of its size filled with a sentinel.  The operation answers NumPy's
+# result or FreedArrayError (a free that came before its hold) -- never the sentinel's
+# values -- and never writes into the new array.  The operand is large, so the operation's
+# first allocation misses the pool (small and large blocks live in different segments).
+SENTINEL = -7.0
+M = 1 << 18
+
+
+def _mask(x):
+    return x[x > 10.0]
+
+
+COMPUTE = {
+    "add": (lambda x: ga.add(x, x), lambda v: v + v),
+    "operator": (lambda x: x * 2.0 + 1.0, lambda v: v * 2.0 + 1.0),
+    "sum": (lambda x: ga.sum(x), lambda v: np.sum(v)),
+    "max": (lambda x: ga.max(x), lambda v: np.max(v)),
+    "cumulative_sum": (lambda x: ga.cumulative_sum(x), lambda v: np.cumsum(v)),
+    "sort": (lambda x: ga.sort(-x), lambda v: np.sort(-v)),
+    "argsort": (lambda x: ga.argsort(x[::-1]), lambda v: np.argsort(v[::-1], stable=True)),
+    "where": (lambda x: ga.where(x > 3.0, x, 0.0), lambda v: np.where(v > 3.0, v, 0.0)),
+    "mask": (_mask, lambda v: v[v > 10.0]),
+    "nonzero": (lambda x: ga.nonzero(x)[0], lambda v: np.nonzero(v)[0]),
+    "unique": (lambda x: ga.unique_values(x), lambda v: np.unique(v)),
+    "concat": (lambda x: ga.concat([x, x]), lambda v: np.concatenate([v, v])),
+    "take": (lambda x: ga.take(x, ga.asarray(np.arange(0, M, 3), device=x.device)),
+             lambda v: v[::3]),
+    "matmul": (lambda x: ga.reshape(x, (16, M // 16)) @ ga.reshape(x, (M // 16, 16)),
+               lambda v: v.reshape(16, -1) @ v.reshape(-1, 16)),
+    "fft": (lambda x: ga.fft.fft(x), lambda v: np.fft.fft(v)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPUTE))
+def test_forced_free_racing_a_compute_operation_never_reads_a_new_array(device, faulty, name):
+    op, oracle = COMPUTE[name]
+    data = np.arange(M, dtype=np.float64) % 97
+    x = ga.asarray(data, device=device)
+    made = []
+    # the new array is made on a third thread: a pool miss waits for the platform lock,
+    # which the paused allocation holds; a hit (the freed operand's block, were it not
+    # held) is made at once
+    newcomer = threading.Thread(target=lambda: made.append(ga.full((M,), SENTINEL,
+                                                                   device=device)))
+    with Paused(faulty, "allocate", lambda: op(x)) as run:
+        x.free(force=True)
+        newcomer.start()
+        newcomer.join(0.5)
+    newcomer.join(30)
+    (y,) = made
+    if run.error is not None:
+        assert isinstance(run.error, ga.FreedArrayError), run.error
+    else:
+        got = run.result.get()
+        np.testing.assert_allclose(got, oracle(data), rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(y.get(), np.full(M, SENTINEL))

@@ -20,7 +20,7 @@ import numpy as np
 from .._array.make import ArrayBase, new_array
 from ..backends._kernels import collapse, word
 from . import cpu_engine
-from .ownership import filling
+from .ownership import filling, working
 
 __all__ = ["select", "nonzero_rows", "positions"]
 
@@ -93,7 +93,7 @@ def select_nd(x, mask):
     if n == 0:
         return new_array((0,), x._dtype, dev, x._storage.kind)
     if dev.backend == "cpu":
-        with dev.gate:
+        with working(dev, x, mask):
             m = cpu_engine.view(mask)
             count = int(np.count_nonzero(m))
             out = new_array((count,), x._dtype, dev, x._storage.kind)
@@ -110,7 +110,7 @@ def select_nd(x, mask):
         out = new_array((count,), x._dtype, dev, x._storage.kind)
         if count:
             with filling(out):
-                with dev.gate:
+                with working(dev, x, pos, out):
                     raw = x._raw()
                     shape, (strides,) = collapse(raw.shape, raw.strides)
                     w = word(raw.dtype.itemsize, raw.ptr, *strides)
@@ -131,7 +131,7 @@ def nonzero_rows(x):
     if x.size == 0:
         return new_array((x.ndim, 0), _I8, dev, kind)
     if dev.backend == "cpu":
-        with dev.gate:
+        with working(dev, x):
             v = cpu_engine.view(x)
             count = int(np.count_nonzero(v))
             out = new_array((x.ndim, count), _I8, dev, kind)
@@ -148,7 +148,7 @@ def nonzero_rows(x):
         out = new_array((x.ndim, count), _I8, dev, kind)
         if count:
             with filling(out):
-                with dev.gate:
+                with working(dev, pos, out):
                     dims = [(e, 0) for e in x._shape]
                     kernels.launch_compact(dev, "coords", pos._raw().ptr, pos._raw().ptr,
                                            out._raw().ptr, x.size, count, dims, 8, 8)

@@ -25,8 +25,9 @@ from .._array import transfer
 from .._array.creation import empty
 from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
+from .._common.sizes import check_size
 from .._memory.devices import get_device
-from .ownership import filling
+from .ownership import filling, working
 from .promotion import check_scalar
 
 __all__ = ["arange", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
@@ -168,7 +169,16 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, kind="device
         dt = _I8 if ints else _default_float(dev)
     else:
         dt = dev.dtype_of(dtype)
-    return _upload(np.arange(start, stop, step, dtype=dt), dev, kind)
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+           for v in (start, stop, step)):  # NumPy wraps a length past int64 to nothing
+        check_size("arange", (max(0, -(-(int(stop) - int(start)) // int(step))),),
+                   dt.itemsize)
+    try:
+        values = np.arange(start, stop, step, dtype=dt)
+    except ValueError as e:  # NumPy's "Maximum allowed size exceeded"
+        raise ValueError(f"arange(): {start}, {stop}, {step} give too many values ({e}); "
+                         f"ask for fewer") from None
+    return _upload(values, dev, kind)
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, kind="device"):
@@ -191,6 +201,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, kin
     else:
         dt = dev.dtype_of(dtype)
     wide = np.complex128 if dt.kind == "c" else np.float64
+    check_size("linspace", (num,), np.dtype(wide).itemsize)
     host = np.linspace(start, stop, num, endpoint=endpoint, dtype=wide)
     return _upload(host.astype(dt), dev, kind)
 
@@ -260,6 +271,7 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, kind="device"):
         raise ValueError(f"eye(): n_rows and n_cols must be >= 0, got {n_rows} and {n_cols}")
     dev = get_device(device)
     dt = dev.dtype_of(dtype)
+    check_size("eye", (n_rows, n_cols), dt.itemsize)
     out = empty((n_rows, n_cols), dt, device=dev, kind=kind)
     with filling(out):
         _matrix("eye", out, None, k)
@@ -307,7 +319,7 @@ def _matrix(op: str, out, x, k: int) -> None:
             mask = ~mask
         elif op == "eye":
             mask = np.eye(R, C, k, dtype=bool)
-        with dev.gate:
+        with working(dev, out, x):
             z = view(out)
             z[...] = 0
             if x is None:
@@ -320,7 +332,7 @@ def _matrix(op: str, out, x, k: int) -> None:
         return
     from .device import indexed
 
-    with dev.gate:
+    with working(dev, out, x):
         indexed.matrix(op, out, x, k)
 
 

@@ -30,6 +30,7 @@ from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
 from ..backends.base import RawView
 from . import cpu_engine
+from .ownership import working
 from .promotion import SCALAR_TYPES, check_scalar, integer_limits, resolve
 from .table import DTYPES, OPS, Op
 
@@ -148,7 +149,7 @@ def apply_slow(op: Op, args: tuple, out=None):
     else:
         result = new_array(shape, dt, dev, kind)
     try:
-        with dev.gate:
+        with working(dev, result, *arrays):
             if dev.backend == "cpu":
                 cpu_engine.run(op, result, args)
             else:

@@ -24,13 +24,13 @@ import math
 
 import numpy as np
 
-from .._array.make import new_array
+from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
 from .device import factor as kernels
 from .elementwise import conj, divide, greater, multiply, where
 from .linalg import matmul
 from .manipulation import expand_dims
-from .ownership import filling
+from .ownership import filling, working
 from .searching import count_nonzero
 from .statistical import max as _max
 from .statistical import min as _min
@@ -93,12 +93,15 @@ _FLAG = object()
 def _launch_checked(dev, name: str, dt: np.dtype, args: list, nb: int, refusal) -> None:
     """Launch kernel ``name`` over ``nb`` matrices with a fresh status word in place of
     :data:`_FLAG`, then read the word (the one read of the call): non-zero raises
-    ``refusal(status)``.  The word is freed either way."""
+    ``refusal(status)``.  The word is freed either way.  An array in ``args`` is passed as
+    its address and held while the launch is enqueued (``ownership.working``)."""
     flag = _flag(dev)
     try:
-        with dev.gate:  # no reset under the launch
-            kernels.launch(dev, name, _key(dt), [_ptr(flag) if a is _FLAG else a for a in args],
-                           nb)
+        arrays = [flag, *(a for a in args if isinstance(a, ArrayBase))]
+        with working(dev, *arrays):  # no reset under the launch, no free of what it reads
+            kernels.launch(dev, name, _key(dt), [
+                _ptr(flag) if a is _FLAG else _ptr(a) if isinstance(a, ArrayBase) else a
+                for a in args], nb)
         status = int(flag.get()[0])
         if status:
             raise refusal(status)
@@ -132,7 +135,7 @@ def _determinant(x, kind, mode: int):
             work = _copy(x, dt)
             temps.append(work)
             p2 = _ptr(out2) if mode else _ptr(out1)
-            with dev.gate:  # no reset under the launch
+            with working(dev, work, out1, out2):  # no reset, no free under the launch
                 kernels.launch(dev, "lu", _key(dt), [_ptr(work), _ptr(work), _ptr(out1), p2,
                                                      _ptr(work), nb, n, 0, mode, 0], nb)
     return (out1, out2) if mode else out1
@@ -181,7 +184,7 @@ def solve(x1, x2, kind):
             copy_raw(b3, x2.reshape((n, 1)) if x2.ndim == 1 else x2)
             work = _copy(x1, dt, (*batch, n, n))
             temps.append(work)
-            _launch_checked(dev, "lu", dt, [_ptr(work), _ptr(out), _ptr(work), _ptr(work),
+            _launch_checked(dev, "lu", dt, [work, out, work, work,
                                             _FLAG, nb, n, k, 2, 0], nb,
                             lambda _: _singular("solve"))
     return out
@@ -198,7 +201,7 @@ def inv(x, kind):
         if nb and n:
             work = _copy(x, dt)
             temps.append(work)
-            _launch_checked(dev, "lu", dt, [_ptr(work), _ptr(out), _ptr(work), _ptr(work),
+            _launch_checked(dev, "lu", dt, [work, out, work, work,
                                             _FLAG, nb, n, n, 2, 1], nb,
                             lambda _: _singular("inv"))
     return out
@@ -214,7 +217,7 @@ def cholesky(x, kind, upper: bool):
         nb = _batch(x._shape)
         if nb and n:
             copy_raw(out, x)
-            _launch_checked(dev, "chol", dt, [_ptr(out), _FLAG, nb, n, int(upper)], nb,
+            _launch_checked(dev, "chol", dt, [out, _FLAG, nb, n, int(upper)], nb,
                             lambda _: LinAlgError(
                                 f"Matrix is not positive definite: linalg.cholesky() met a "
                                 f"non-positive pivot in a {n} x {n} matrix; cholesky needs a "
@@ -239,7 +242,7 @@ def eigh(x, kind, vectors: bool):
         if nb and n:
             work = _copy(x, dt)
             temps.append(work)
-            _launch_checked(dev, "jeig", dt, [_ptr(work), _ptr(w), _ptr(v if vectors else work),
+            _launch_checked(dev, "jeig", dt, [work, w, (v if vectors else work),
                                               _FLAG, nb, n, int(vectors)], nb,
                             lambda _: _not_finite("eigh" if vectors else "eigvalsh",
                                                   "Eigenvalues"))
@@ -282,8 +285,8 @@ def svd(x, kind, vectors: bool, full: bool = True):
             # the normalised side is U (columns, m >= n) or Vh (rows); the other is conj(W)
             o, q = (vh, u) if m < n else (u, vh)
             _launch_checked(dev, "jsvd", dt, [
-                _ptr(work), _ptr(w if vectors else work), _ptr(s), _ptr(o if vectors else work),
-                _ptr(q if vectors else work), _FLAG, nb, m, n, int(full), int(vectors)], nb,
+                work, (w if vectors else work), s, (o if vectors else work),
+                (q if vectors else work), _FLAG, nb, m, n, int(full), int(vectors)], nb,
                 lambda _: _not_finite("svd" if vectors else "svdvals", "SVD"))
     return u, s, vh
 
@@ -310,7 +313,7 @@ def qr(x, kind, complete: bool):
             temps.append(work)
             tau = new_array((nb, k), dt, dev, "device")
             temps.append(tau)
-            with dev.gate:  # no reset under the launch
+            with working(dev, work, tau, q, r):  # no reset, no free under the launch
                 kernels.launch(dev, "qr", _key(dt), [_ptr(work), _ptr(tau), _ptr(q), _ptr(r), nb,
                                                      m, n, int(complete)], nb)
     return q, r
@@ -344,7 +347,7 @@ def eig(x, kind, vectors: bool):
         if nb and n:
             work = _copy(x, ct)
             temps.append(work)
-            _launch_checked(dev, "eig", ct, [_ptr(work), _ptr(w), _ptr(v if vectors else work),
+            _launch_checked(dev, "eig", ct, [work, w, (v if vectors else work),
                                              _FLAG, nb, n, int(vectors)], nb, refusal)
     return w, v
 

@@ -42,7 +42,7 @@ from . import compaction, cpu_engine
 from .device.launcher import aligned
 from .dispatch import apply
 from .manipulation import normalize_axis
-from .ownership import filling
+from .ownership import filling, working
 from .promotion import SCALAR_TYPES
 from .table import OPS
 
@@ -277,6 +277,17 @@ def _build(x, slots: list, out: _Plan) -> None:
 
 
 # Running a plan on a device -----------------------------------------------------------------
+def _index_arrays(plan: _Plan) -> list:
+    """The plan's index arrays that are gpuarrays arrays (held while its kernels run)."""
+    return [ix.array for ix in plan.indices if isinstance(ix.array, ArrayBase)]
+
+
+def _key_arrays(key) -> list:
+    """The gpuarrays arrays in an indexing key (held while NumPy indexes with them)."""
+    items = key if type(key) is tuple else (key,)
+    return [k for k in items if isinstance(k, ArrayBase)]
+
+
 def _device_indices(plan: _Plan, dev, target=None) -> list[tuple]:
     """(key, address, bound, stride, strides over B) of every index array, on the device
     (host arrays uploaded, unaligned views and views of ``target``'s storage -- which a
@@ -354,7 +365,7 @@ def _gather_device(x, plan: _Plan):
     out = new_array(plan.shape, x._dtype, dev, x._storage.kind)
     flag = None
     try:
-        with dev.gate:
+        with working(dev, x, out, *_index_arrays(plan)):
             idx = _device_indices(plan, dev)
             checked = any(ix.check for ix in plan.indices)
             if checked:
@@ -419,7 +430,7 @@ def _scatter_device(x, plan: _Plan, value) -> None:
     temps = []
     flag = None
     try:
-        with dev.gate:
+        with working(dev, x, *_index_arrays(plan)):
             idx = _device_indices(plan, dev, x)
             if any(ix.check for ix in plan.indices):  # check first, then write
                 flag = _flag(dev, len(idx))
@@ -438,7 +449,7 @@ def _scatter_device(x, plan: _Plan, value) -> None:
             temps.append(d)
             upload(d, h)
             value = d
-        with dev.gate:
+        with working(dev, x, value, *_index_arrays(plan)):
             raw = value._raw()
             vs = _value_shape(raw.shape, plan.shape)
             vstr = raw.strides[len(raw.shape) - len(vs):]
@@ -481,7 +492,7 @@ def getitem(x, key):
         _same_device(x, key, "the mask")
         return compaction.select_nd(x, key)
     if dev.backend == "cpu":
-        with dev.gate:
+        with working(dev, x, *_key_arrays(key)):
             r = np.asarray(cpu_engine.view(x)[_numpy_key(x, key)])
             out = new_array(r.shape, x._dtype, dev, x._storage.kind)
             np.copyto(cpu_engine.view(out), r)
@@ -498,12 +509,13 @@ def setitem(x, key, value) -> None:
     x._live()
     dev = x._storage.device
     if dev.backend == "cpu":
-        if isinstance(value, ArrayBase):
+        held = value if isinstance(value, ArrayBase) else None
+        if held is not None:
             value._live()
             _same_device(x, value, "the value")
-            value = cpu_engine.view(value)
-        with dev.gate:
-            cpu_engine.view(x)[_numpy_key(x, key)] = value
+        with working(dev, x, held, *_key_arrays(key)):
+            cpu_engine.view(x)[_numpy_key(x, key)] = (value if held is None
+                                                      else cpu_engine.view(value))
         return
     if (isinstance(key, ArrayBase) and key._dtype.kind == "b" and key._shape == x._shape
             and x.ndim and (type(value) in SCALAR_TYPES or isinstance(value, np.generic))):
@@ -598,7 +610,7 @@ def take_along_axis(x, indices, /, *, axis=-1):
         _host_check(indices, ax, x._shape[ax])
     dev = x._storage.device
     if dev.backend == "cpu":
-        with dev.gate:
+        with working(dev, x, *_key_arrays(indices)):
             j = cpu_engine.view(indices) if isinstance(indices, ArrayBase) else indices
             v = cpu_engine.view(x)
             if j.size and x._shape[ax] == 0:

@@ -21,7 +21,7 @@ from .._array.transfer import copy_raw
 from . import cpu_engine
 from .elementwise import conj, multiply
 from .manipulation import expand_dims, moveaxis
-from .ownership import filling
+from .ownership import filling, working
 
 __all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "check_arrays",
            "numeric_result", "imatmul"]
@@ -88,7 +88,7 @@ def _final_shape(s1: tuple, s2: tuple, full: tuple) -> tuple:
 def _matmul_into(x1, x2, result, full: tuple) -> None:
     """``result[...] = x1 @ x2`` (checked); ``full`` is the shape with 1-d axes kept."""
     dev = result._storage.device
-    with dev.gate:
+    with working(dev, x1, x2, result):
         if dev.backend == "cpu":
             z = cpu_engine.view(result)
             with np.errstate(all="ignore"):
@@ -241,7 +241,7 @@ def vecdot(x1, x2, /, *, axis=-1):
                          f"(apart from axis {axis})") from None
     if dev.backend == "cpu":
         result = new_array(shape, rd, dev, kind)
-        with filling(result), dev.gate, np.errstate(all="ignore"):
+        with filling(result), working(dev, x1, x2, result), np.errstate(all="ignore"):
             np.vecdot(cpu_engine.view(x1), cpu_engine.view(x2), axis=ax,
                       out=cpu_engine.view(result), casting="unsafe")
         return result

@@ -25,7 +25,9 @@ import numpy as np
 
 from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
+from .._common.sizes import check_size
 from .cpu_engine import view
+from .ownership import working
 from .promotion import result_type
 
 __all__ = ["broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "concatenate",
@@ -139,7 +141,7 @@ def _copy(dst, src) -> None:
     """
     dev = dst._storage.device
     if dev.backend == "cpu":
-        with dev.gate:
+        with working(dev, dst, src):
             np.copyto(view(dst), view(src), casting="unsafe")
         return
     copy_raw(dst, src)
@@ -191,6 +193,7 @@ def broadcast_to(x, /, shape):
     """A read-only view of ``x`` repeated to ``shape`` (zero strides), as NumPy."""
     x = _array("broadcast_to", x)
     shape = _shape_of("broadcast_to", shape)
+    check_size("broadcast_to", shape, x._dtype.itemsize)
     try:
         arr = np.broadcast_to(x._engine(), shape)
     except ValueError:
@@ -244,6 +247,7 @@ def concat(arrays, /, *, axis=0):
     dev = xs[0]._storage.device
     if axis is None:
         sizes = [a.size for a in xs]
+        check_size("concat", (sum(sizes),), dt.itemsize)
         out = new_array((sum(sizes),), dt, dev, _kind(xs))
         try:
             start = 0
@@ -268,6 +272,7 @@ def concat(arrays, /, *, axis=0):
                              f"axis {ax}; got {first} and {a._shape}")
     shape = list(first)
     shape[ax] = sum(a._shape[ax] for a in xs)
+    check_size("concat", shape, dt.itemsize)
     out = new_array(tuple(shape), dt, dev, _kind(xs))
     try:
         _join_into(out, xs, ax)
@@ -307,6 +312,7 @@ def stack(arrays, /, *, axis=0):
     ax = normalize_axis("stack", axis, len(shape) + 1)
     dt = _result_dtype(xs)
     out_shape = shape[:ax] + (len(xs),) + shape[ax:]
+    check_size("stack", out_shape, dt.itemsize)
     out = new_array(out_shape, dt, xs[0]._storage.device, _kind(xs))
     try:
         if 0 not in out_shape:
@@ -445,6 +451,7 @@ def tile(x, repetitions, /):
     shape = (1,) * (d - x.ndim) + x._shape
     strides = (0,) * (d - x.ndim) + x._strides
     reps = (1,) * (d - len(reps)) + reps
+    check_size("tile", [r * n for r, n in zip(reps, shape, strict=True)], x._dtype.itemsize)
     vshape, vstrides = [], []
     for r, n, s in zip(reps, shape, strides, strict=True):
         vshape += [r, n]
@@ -657,14 +664,14 @@ def _fill_by_positions(out, src, positions, ax: int) -> None:
     if dev.backend == "cpu":
         pos = view(positions)
         index = np.repeat(np.arange(pos.shape[0]), np.diff(pos, prepend=0))
-        with dev.gate:
+        with working(dev, src, out):
             np.take(view(src), index, axis=ax, out=view(out))
         return
     from .device import indexed
 
     tmp = None if indexed.addressable(src, ax) else src.copy()
     try:
-        with dev.gate:
+        with working(dev, out, src, tmp, positions):
             indexed.repeat(out, src if tmp is None else tmp, positions, ax)
     finally:
         if tmp is not None:

@@ -1,5 +1,17 @@
-"""What an operation frees when it ends: the result it was filling, if it fails, and its
-temporaries, however it ends (docs/compute.md, "How an operation runs").
+"""What an operation owns while it runs and frees when it ends (docs/compute.md, "How an
+operation runs").
+
+``with working(dev, *arrays):`` runs device work (launches, NumPy on host views) over
+``arrays``: it enters ``dev``'s gate shared (no reset under the work) and holds each
+array's storage, then checks they are all live.  A free racing the work -- forced, a
+cache's, from another thread -- quarantines the memory until the block ends instead of
+handing it to another array; a free that came first is the array's ``FreedArrayError``.
+Work still queued when the block ends is ordered before any later user of the memory by
+the device's one in-order queue, so holding until the enqueue is done is enough (the
+compiled elementwise path, ``_core.apply``, holds the same way in C).
+
+What an operation frees when it ends: the result it was filling, if it fails, and its
+temporaries, however it ends.
 
 ``with filling(result, temps):`` runs the body that fills ``result``.  If the body
 raises, ``result`` goes back to its pool before the error propagates, so a refused or
@@ -11,7 +23,38 @@ when the body fails).
 
 from __future__ import annotations
 
-__all__ = ["filling"]
+__all__ = ["filling", "working"]
+
+
+class working:  # noqa: N801 -- used as a statement, like contextlib's helpers
+    __slots__ = ("_gate", "_arrays", "_held")
+
+    def __init__(self, dev, *arrays) -> None:
+        self._gate, self._arrays, self._held = dev.gate, arrays, ()
+
+    def __enter__(self) -> None:
+        self._gate.__enter__()
+        try:
+            held = self._held = tuple(a._storage for a in self._arrays if a is not None)
+            for st in held:
+                st._hold()
+            for a in self._arrays:
+                if a is not None:
+                    st = a._storage
+                    if a._freed or st._reason is not None or not st._epoch.live:
+                        raise a._freed_error()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        try:
+            for st in self._held:
+                st._unhold()
+        finally:
+            self._held = ()
+            self._gate.__exit__(None, None, None)
+        return False
 
 
 class filling:  # noqa: N801 -- used as a statement, like contextlib's helpers

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._array.make import ArrayBase, new_array
 from . import cpu_engine
-from .ownership import filling
+from .ownership import filling, working
 
 __all__ = ["REDUCTIONS", "SCANS", "Reduction", "normalize_axes", "reduce", "scan",
            "accumulator_dtype"]
@@ -215,12 +215,12 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None, correcti
         elif count == 0:
             result.fill(row.empty)
         elif dev.backend == "cpu":
-            with dev.gate:
+            with working(dev, x, result):
                 _cpu_reduce(row, x, axes, keepdims, result, count, correction)
         else:
             from .device import reduce as device_reduce  # docs/design.md, "Layers": same layer
 
-            with dev.gate:
+            with working(dev, x, result):
                 device_reduce.run(row, x, axes, result, count, correction)
     return result
 
@@ -270,12 +270,12 @@ def scan(name: str, x, axis=None, dtype=None, include_initial: bool = False):
         if 0 in out_shape:
             pass
         elif dev.backend == "cpu":
-            with dev.gate:
+            with working(dev, x, result):
                 _cpu_scan(row, x, ax, include_initial, result)
         else:
             from .device import scan as device_scan  # docs/design.md, "Layers": same layer
 
-            with dev.gate:
+            with working(dev, x, result):
                 device_scan.run(row, x, ax, include_initial, result)
     return result
 

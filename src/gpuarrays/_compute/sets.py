@@ -26,7 +26,7 @@ import numpy as np
 
 from .._array.make import ArrayBase, new_array
 from . import cpu_engine, promotion
-from .ownership import filling
+from .ownership import filling, working
 from .sorting import _check_array, _kind, _prepared
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values", "isin",
@@ -68,7 +68,7 @@ def _unique(name: str, x, indices: bool, inverse: bool, counts: bool) -> dict:
 
 def _cpu_unique(x, indices: bool, inverse: bool, counts: bool, out: dict) -> None:
     dev, kind = x._storage.device, x._storage.kind
-    with dev.gate:
+    with working(dev, x):
         v = cpu_engine.view(x).reshape(-1)  # NumPy copies a strided x itself
         # return_index makes NumPy sort stably, so NaNs and signed zeros come out in the
         # order the device kernels give, whatever is asked for
@@ -99,7 +99,7 @@ def _device_unique(x, indices: bool, inverse: bool, counts: bool, out: dict) -> 
         s = new_array((n,), dt, dev, "device")
         temps.append(s)
         perm = None
-        with dev.gate:
+        with working(dev, flat, s):
             if indices or inverse:
                 perm = new_array((n,), _INDEX, dev, "device")
                 temps.append(perm)
@@ -119,7 +119,7 @@ def _device_unique(x, indices: bool, inverse: bool, counts: bool, out: dict) -> 
                                    count, [(n, dtype.itemsize)], dtype.itemsize,
                                    min(dtype.itemsize, 8))
 
-        with dev.gate:
+        with working(dev, s, pos, perm):
             select("values", s, dt)
             if indices:
                 select("indices", perm, _INDEX)
@@ -212,14 +212,14 @@ def isin(x1, x2, /, *, invert=False):
         if a1.size == 0:
             pass
         elif dev.backend == "cpu":
-            with dev.gate:
+            with working(dev, result, a1, a2):
                 v1 = cpu_engine.view(a1).astype(common, copy=False)
                 v2 = cpu_engine.view(a2).astype(common, copy=False)
                 cpu_engine.view(result)[...] = np.isin(v1, v2, invert=bool(invert))
         else:
             from .device import sort as device_sort  # same layer
 
-            with dev.gate:
+            with working(dev, result, a1, a2):
                 c2 = _prepared(a2, common, temps, contiguous=True)
                 flat = c2.reshape(-1)  # a new handle, or c2 itself when already 1-d
                 if flat is not c2:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._array.make import ArrayBase, new_array
 from . import cpu_engine, promotion
-from .ownership import filling
+from .ownership import filling, working
 from .reductions import normalize_axes
 
 __all__ = ["sort", "argsort", "searchsorted"]
@@ -85,12 +85,12 @@ def _run(name: str, x, axis, descending, stable, indices: bool):
         if 0 in x._shape:
             pass
         elif dev.backend == "cpu":
-            with dev.gate:
+            with working(dev, x, result):
                 _cpu_sort(x, ax, descending, result, indices)
         else:
             from .device import sort as device_sort  # docs/design.md, "Layers": same layer
 
-            with dev.gate:
+            with working(dev, x, result):
                 device_sort.sort(x, ax, descending, result, indices)
     return result
 
@@ -199,7 +199,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
         if 0 in shape:
             pass
         elif dev.backend == "cpu":
-            with dev.gate:
+            with working(dev, result, x1, operand, sorter):
                 z = cpu_engine.view(result)
                 v1 = cpu_engine.view(x1).astype(common, copy=False)
                 v2 = cpu_engine.view(operand).astype(common, copy=False)
@@ -208,7 +208,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
         else:
             from .device import sort as device_sort  # same layer
 
-            with dev.gate:
+            with working(dev, result, x1, operand, sorter):
                 a1 = _prepared(x1, common, temps, contiguous=False)
                 a2 = _prepared(operand, common, temps, contiguous=True)
                 s = _prepared(sorter, _INDEX, temps, contiguous=False) if sorter is not None \

@@ -21,6 +21,7 @@ from .._array.creation import asarray
 from .._array.make import new_array
 from .._array.transfer import copy_raw
 from .._compute import cpu_engine
+from .._compute.ownership import working
 from .._compute.device import fft as device_fft
 from .._compute.dtypes import astype
 from .._compute.linalg import check_arrays
@@ -95,7 +96,7 @@ def _run(fn, x, shape, dt, dev, kind, *, into: bool = True, **kw):
     every axis, so NumPy refuses it when a size changes)."""
     out = new_array(tuple(shape), dt, dev, kind)
     try:
-        with dev.gate, np.errstate(all="ignore"):
+        with working(dev, x, out), np.errstate(all="ignore"):
             if into:
                 fn(cpu_engine.view(x), out=cpu_engine.view(out), **kw)
             else:
@@ -252,8 +253,9 @@ def _device_step(name: str, x, ax: int, out, n: int, norm: str) -> None:
     if name in ("hfft", "ihfft"):
         norm = _SWAP[norm]
     nout = n // 2 + 1 if half else n
-    device_fft.transform(x, ax, out, n=n, inverse=inverse, nout=nout, hermitian=herm,
-                         conj_in=conj_in, conj_out=conj_out, scale=_scale(norm, n, inverse))
+    with working(out._storage.device, x, out):  # no reset, no free under the passes
+        device_fft.transform(x, ax, out, n=n, inverse=inverse, nout=nout, hermitian=herm,
+                             conj_in=conj_in, conj_out=conj_out, scale=_scale(norm, n, inverse))
 
 
 def _device_many(name: str, x, axes: list[int], full: list[int], dt, dev, kind, norm: str):

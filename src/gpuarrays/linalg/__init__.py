@@ -19,7 +19,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .._array.make import new_array
+from .._array.make import ArrayBase, new_array
 from .._compute import cpu_engine
 from .._compute import factor as _factor
 from .._compute.dispatch import apply
@@ -35,6 +35,7 @@ from .._compute.linalg import (
     vecdot,
 )
 from .._compute.manipulation import expand_dims
+from .._compute.ownership import working
 from .._compute.reductions import normalize_axes
 from .._compute.searching import count_nonzero
 from .._compute.statistical import min as _min
@@ -89,12 +90,11 @@ def _adopt(value, dev, kind, dtype=None):
 
 
 def _run_numpy(dev, fn, *args, **kwargs):
-    with dev.gate, np.errstate(all="ignore"):
-        return fn(*args, **kwargs)
-
-
-def _views(*xs):
-    return [cpu_engine.view(x) for x in xs]
+    """NumPy's ``fn`` on views of the array arguments, which are held while it runs."""
+    arrays = [a for a in args if isinstance(a, ArrayBase)]
+    with working(dev, *arrays), np.errstate(all="ignore"):
+        return fn(*(cpu_engine.view(a) if isinstance(a, ArrayBase) else a for a in args),
+                  **kwargs)
 
 
 def _complex_of(dt: np.dtype) -> np.dtype:
@@ -142,7 +142,7 @@ def cholesky(x, /, *, upper=False):
     dev, kind, cpu = _on("cholesky", x)
     if not cpu:
         return _factor.cholesky(x, kind, bool(upper))
-    return _adopt(_run_numpy(dev, np.linalg.cholesky, cpu_engine.view(x), upper=bool(upper)),
+    return _adopt(_run_numpy(dev, np.linalg.cholesky, x, upper=bool(upper)),
                   dev, kind)
 
 
@@ -151,7 +151,7 @@ def det(x, /):
     dev, kind, cpu = _on("det", x)
     if not cpu:
         return _factor.det(x, kind)
-    return _adopt(_run_numpy(dev, np.linalg.det, cpu_engine.view(x)), dev, kind)
+    return _adopt(_run_numpy(dev, np.linalg.det, x), dev, kind)
 
 
 def eig(x, /):
@@ -161,7 +161,7 @@ def eig(x, /):
     dev, kind, cpu = _on("eig", x)
     if not cpu:
         return EigResult(*_factor.eig(x, kind, True))
-    w, v = _run_numpy(dev, np.linalg.eig, cpu_engine.view(x))
+    w, v = _run_numpy(dev, np.linalg.eig, x)
     ct = _complex_of(x._dtype)
     return EigResult(_adopt(w, dev, kind, ct), _adopt(v, dev, kind, ct))
 
@@ -171,7 +171,7 @@ def eigvals(x, /):
     dev, kind, cpu = _on("eigvals", x)
     if not cpu:
         return _factor.eig(x, kind, False)[0]
-    w = _run_numpy(dev, np.linalg.eigvals, cpu_engine.view(x))
+    w = _run_numpy(dev, np.linalg.eigvals, x)
     return _adopt(w, dev, kind, _complex_of(x._dtype))
 
 
@@ -181,7 +181,7 @@ def eigh(x, /):
     dev, kind, cpu = _on("eigh", x)
     if not cpu:
         return EighResult(*_factor.eigh(x, kind, True))
-    w, v = _run_numpy(dev, np.linalg.eigh, cpu_engine.view(x))
+    w, v = _run_numpy(dev, np.linalg.eigh, x)
     return EighResult(_adopt(w, dev, kind), _adopt(v, dev, kind))
 
 
@@ -190,7 +190,7 @@ def eigvalsh(x, /):
     dev, kind, cpu = _on("eigvalsh", x)
     if not cpu:
         return _factor.eigh(x, kind, False)[0]
-    return _adopt(_run_numpy(dev, np.linalg.eigvalsh, cpu_engine.view(x)), dev, kind)
+    return _adopt(_run_numpy(dev, np.linalg.eigvalsh, x), dev, kind)
 
 
 def inv(x, /):
@@ -198,7 +198,7 @@ def inv(x, /):
     dev, kind, cpu = _on("inv", x)
     if not cpu:
         return _factor.inv(x, kind)
-    return _adopt(_run_numpy(dev, np.linalg.inv, cpu_engine.view(x)), dev, kind)
+    return _adopt(_run_numpy(dev, np.linalg.inv, x), dev, kind)
 
 
 def matrix_rank(x, /, *, rtol=None):
@@ -207,7 +207,7 @@ def matrix_rank(x, /, *, rtol=None):
     dev, kind, cpu = _on("matrix_rank", x, square=False)
     if not cpu:
         return _factor.matrix_rank(x, kind, _device_rtol(rtol, dev))
-    r = _run_numpy(dev, np.linalg.matrix_rank, cpu_engine.view(x), rtol=_rtol(rtol, dev))
+    r = _run_numpy(dev, np.linalg.matrix_rank, x, rtol=_rtol(rtol, dev))
     return _adopt(r, dev, kind, np.int64)
 
 
@@ -216,7 +216,7 @@ def pinv(x, /, *, rtol=None):
     dev, kind, cpu = _on("pinv", x, square=False)
     if not cpu:
         return _factor.pinv(x, kind, _device_rtol(rtol, dev))
-    return _adopt(_run_numpy(dev, np.linalg.pinv, cpu_engine.view(x), rtol=_rtol(rtol, dev)),
+    return _adopt(_run_numpy(dev, np.linalg.pinv, x, rtol=_rtol(rtol, dev)),
                   dev, kind)
 
 
@@ -227,7 +227,7 @@ def qr(x, /, *, mode="reduced"):
     dev, kind, cpu = _on("qr", x, square=False)
     if not cpu:
         return QRResult(*_factor.qr(x, kind, mode == "complete"))
-    q, r = _run_numpy(dev, np.linalg.qr, cpu_engine.view(x), mode=mode)
+    q, r = _run_numpy(dev, np.linalg.qr, x, mode=mode)
     return QRResult(_adopt(q, dev, kind), _adopt(r, dev, kind))
 
 
@@ -236,7 +236,7 @@ def slogdet(x, /):
     dev, kind, cpu = _on("slogdet", x)
     if not cpu:
         return SlogdetResult(*_factor.slogdet(x, kind))
-    s, ld = _run_numpy(dev, np.linalg.slogdet, cpu_engine.view(x))
+    s, ld = _run_numpy(dev, np.linalg.slogdet, x)
     return SlogdetResult(_adopt(s, dev, kind), _adopt(ld, dev, kind))
 
 
@@ -255,8 +255,7 @@ def solve(x1, x2, /):
                              f"{x2._shape} do not broadcast") from None
     if not cpu:
         return _factor.solve(x1, x2, kind)
-    a, b = _views(x1, x2)
-    return _adopt(_run_numpy(dev, np.linalg.solve, a, b), dev, kind)
+    return _adopt(_run_numpy(dev, np.linalg.solve, x1, x2), dev, kind)
 
 
 def svd(x, /, *, full_matrices=True):
@@ -264,7 +263,7 @@ def svd(x, /, *, full_matrices=True):
     dev, kind, cpu = _on("svd", x, square=False)
     if not cpu:
         return SVDResult(*_factor.svd(x, kind, True, bool(full_matrices)))
-    u, s, vh = _run_numpy(dev, np.linalg.svd, cpu_engine.view(x),
+    u, s, vh = _run_numpy(dev, np.linalg.svd, x,
                           full_matrices=bool(full_matrices))
     return SVDResult(_adopt(u, dev, kind), _adopt(s, dev, kind), _adopt(vh, dev, kind))
 
@@ -274,7 +273,7 @@ def svdvals(x, /):
     dev, kind, cpu = _on("svdvals", x, square=False)
     if not cpu:
         return _factor.svd(x, kind, False)[1]
-    return _adopt(_run_numpy(dev, np.linalg.svdvals, cpu_engine.view(x)), dev, kind)
+    return _adopt(_run_numpy(dev, np.linalg.svdvals, x), dev, kind)
 
 
 # Every device ------------------------------------------------------------------------------
@@ -373,7 +372,7 @@ def matrix_power(x, n, /):
     numeric_result("matrix_power", dev, x._dtype)
     if n < 0:
         if dev.backend == "cpu":
-            return _adopt(_run_numpy(dev, np.linalg.matrix_power, cpu_engine.view(x), n), dev,
+            return _adopt(_run_numpy(dev, np.linalg.matrix_power, x, n), dev,
                           kind)
         xi = _factor.inv(x, kind)  # NumPy's order: the inverse, then its power
         if n == -1:
@@ -430,7 +429,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     axes = normalize_axes("linalg.vector_norm", axis, x.ndim)  # as the reductions
     rd = _real_of(x._dtype)
     if dev.backend == "cpu":
-        v = _run_numpy(dev, np.linalg.vector_norm, cpu_engine.view(x),
+        v = _run_numpy(dev, np.linalg.vector_norm, x,
                        axis=None if axis is None else axes, keepdims=bool(keepdims), ord=ord)
         return _adopt(v, dev, kind, rd)
     return _device_vector_norm(x, axes, bool(keepdims), ord, rd)
@@ -479,7 +478,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
                          f"-1, 2, -2, inf or -inf")
     rd = _real_of(x._dtype)
     if dev.backend == "cpu":
-        v = _run_numpy(dev, np.linalg.matrix_norm, cpu_engine.view(x), keepdims=bool(keepdims),
+        v = _run_numpy(dev, np.linalg.matrix_norm, x, keepdims=bool(keepdims),
                        ord=ord)
         return _adopt(v, dev, kind, rd)
     if ord in ("nuc", 2, -2):

@@ -592,14 +592,26 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     }
     if (ga_gate_enter(gate) < 0)
         goto done;
-    /* a reset between the checks above and the gate: the slow path raises */
-    rc = result->storage->reason != Py_None || !ga_epoch_live(result->storage->epoch);
-    for (int i = 0; !rc && i < p->nin; i++) {
-        if (ga_is_array(xs[i])) {
-            StorageObject *st = ((ArrayObject *)xs[i])->storage;
-            rc = st->reason != Py_None || !ga_epoch_live(st->epoch);
-        }
+    /* Work in flight holds its memory: a hold on the result's and every operand's storage
+     * until the run is over, so a free racing it (forced, a cache's, from another thread
+     * while NumPy or a launch runs without the GIL) quarantines the memory instead of
+     * handing it to another array (docs/design.md, "Release").  Device work still queued
+     * after the run is ordered before any later user of the memory by the device's one
+     * in-order queue. */
+    StorageObject *held[MAX_IN + 1];
+    int nheld = 0;
+    held[nheld++] = result->storage;
+    for (int i = 0; i < p->nin; i++)
+        if (ga_is_array(xs[i]))
+            held[nheld++] = ((ArrayObject *)xs[i])->storage;
+    for (int i = 0; i < nheld; i++) {
+        held[i]->handles++;
+        ga_storage_hold(held[i]);
     }
+    /* a free or a reset between the checks above and the holds: the slow path raises */
+    rc = 0;
+    for (int i = 0; !rc && i < nheld; i++)
+        rc = held[i]->reason != Py_None || !ga_epoch_live(held[i]->epoch);
     if (rc == 0) {
         if (engine == Py_None) {
             rc = run_cpu(p, result, xs);
@@ -622,6 +634,9 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
             }
         }
     }
+    for (int i = 0; i < nheld; i++)
+        if (ga_storage_unhold(held[i]) < 0)
+            rc = -1;
     if (ga_gate_exit(gate) < 0)
         rc = -1;
 done:
