@@ -18,6 +18,7 @@ from .. import _core
 from .._common.dtypes import normalize_dtype
 from .._common.errors import GPUArraysWarning
 from .._common.raw import c_strides, is_c_contiguous, is_f_contiguous
+from .._common.sizes import BYTES_MAX, check_size
 from .._memory.alloc import new_storage
 from .._memory.cache import current_cache
 from .._memory.devices import get_device
@@ -67,12 +68,13 @@ _make = make
 
 
 def _new_array_slow(shape: tuple, dtype: np.dtype, device, kind: str) -> GPUArray:
-    """``new_array`` for sizes past 2**63 bytes (the allocation then fails, as it should)
-    and for negative lengths (a caller's size that wrapped: ``ValueError``)."""
+    """``new_array`` for sizes past 2**63 bytes and for negative lengths (a caller's size
+    that wrapped): both ``ValueError`` before any allocation."""
     if any(n < 0 for n in shape):
         raise ValueError(f"cannot make an array of shape {shape}: a length is negative (a "
                          f"size computed from data that wrapped around?)")
     itemsize = dtype.itemsize
+    check_size(None, shape, itemsize)
     return _make(new_storage(device, kind, math.prod(shape) * itemsize), shape,
                  c_strides(shape, itemsize), 0, dtype, True, True)
 
@@ -759,6 +761,7 @@ def _resolve_shape(shape, size: int) -> tuple[int, ...] | None:
             return None
     known = 1
     unknown = -1
+    spans = 1  # the product of the non-zero lengths: past int64, NumPy's reshape refuses
     for i, n in enumerate(shape):
         if type(n) is not int:
             return None
@@ -768,6 +771,9 @@ def _resolve_shape(shape, size: int) -> tuple[int, ...] | None:
             return None
         else:
             known *= n
+            spans *= n or 1
+    if spans > BYTES_MAX:
+        return None
     if unknown >= 0:
         if known == 0 or size % known:
             return None

@@ -1,10 +1,11 @@
-"""Byte sizes: parsing limits (``"8GiB"``, ``"512MB"``, ``"75%"``) and printing them."""
+"""Byte sizes: parsing limits (``"8GiB"``, ``"512MB"``, ``"75%"``), printing them, and the
+largest size an array may have (``check_size``)."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["parse_size", "format_bytes"]
+__all__ = ["BYTES_MAX", "check_size", "format_bytes", "parse_size"]
 
 _UNITS = {
     "": 1, "b": 1,
@@ -53,3 +54,24 @@ def format_bytes(n: int | None) -> str:
         if abs(n) >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n} B"
+
+
+BYTES_MAX = 2**63 - 1
+"""The most bytes an array may span: NumPy's ``intp`` limit, which strides and offsets use."""
+
+
+def check_size(name: str | None, shape, itemsize: int) -> None:
+    """``ValueError`` naming ``name`` (the operation; None: array construction) when an array of ``shape`` with
+    ``itemsize``-byte elements would span more than :data:`BYTES_MAX` bytes -- a size
+    computed from arguments or data that no array can have, refused before anything is
+    allocated or launched (NumPy's "array is too big").  Zero-length axes do not hide
+    the others: a shape whose other axes overflow is refused too, as NumPy does."""
+    product = 1
+    for n in shape:
+        if n:
+            product *= n
+    if product * max(itemsize, 1) > BYTES_MAX:
+        raise ValueError(
+            f"{'' if name is None else name + '(): '}an array of shape {tuple(shape)} with {itemsize}-byte elements would "
+            f"span {product * max(itemsize, 1)} bytes, more than the {BYTES_MAX} any array "
+            f"can address; ask for fewer elements")
