@@ -23,38 +23,16 @@ when the body fails).
 
 from __future__ import annotations
 
+from .._core import Working as _Working
+
 __all__ = ["filling", "working"]
 
 
-class working:  # noqa: N801 -- used as a statement, like contextlib's helpers
-    __slots__ = ("_gate", "_arrays", "_held")
-
-    def __init__(self, dev, *arrays) -> None:
-        self._gate, self._arrays, self._held = dev.gate, arrays, ()
-
-    def __enter__(self) -> None:
-        self._gate.__enter__()
-        try:
-            held = self._held = tuple(a._storage for a in self._arrays if a is not None)
-            for st in held:
-                st._hold()
-            for a in self._arrays:
-                if a is not None:
-                    st = a._storage
-                    if a._freed or st._reason is not None or not st._epoch.live:
-                        raise a._freed_error()
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-
-    def __exit__(self, kind, value, traceback) -> bool:
-        try:
-            for st in self._held:
-                st._unhold()
-        finally:
-            self._held = ()
-            self._gate.__exit__(None, None, None)
-        return False
+def working(dev, *arrays):
+    """The block ``dev``'s work over ``arrays`` runs in (``None`` entries skipped): the
+    gate shared, a hold on each array's storage, liveness checked (``FreedArrayError``);
+    the compiled core's ``Working`` (src/native/core/working.c)."""
+    return _Working(dev.gate, *arrays)
 
 
 class filling:  # noqa: N801 -- used as a statement, like contextlib's helpers

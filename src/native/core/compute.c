@@ -37,7 +37,8 @@
  * overlaps an operand other than exactly, and every layout it has no compiled launch
  * for, go to its Python engine.
  *
- * May call: alloc.c (ga_core_new_array), array.c (ga_array_free), gate.c, launch.c.
+ * May call: alloc.c (ga_core_new_array), array.c (ga_array_free), gate.c, working.c,
+ * launch.c.
  */
 #include "core.h"
 
@@ -604,14 +605,11 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     for (int i = 0; i < p->nin; i++)
         if (ga_is_array(xs[i]))
             held[nheld++] = ((ArrayObject *)xs[i])->storage;
-    for (int i = 0; i < nheld; i++) {
-        held[i]->handles++;
-        ga_storage_hold(held[i]);
-    }
+    ga_work_hold(held, nheld);
     /* a free or a reset between the checks above and the holds: the slow path raises */
     rc = 0;
     for (int i = 0; !rc && i < nheld; i++)
-        rc = held[i]->reason != Py_None || !ga_epoch_live(held[i]->epoch);
+        rc = !ga_work_live(held[i]);
     if (rc == 0) {
         if (engine == Py_None) {
             rc = run_cpu(p, result, xs);
@@ -634,9 +632,8 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
             }
         }
     }
-    for (int i = 0; i < nheld; i++)
-        if (ga_storage_unhold(held[i]) < 0)
-            rc = -1;
+    if (ga_work_unhold(held, nheld) < 0)
+        rc = -1;
     if (ga_gate_exit(gate) < 0)
         rc = -1;
 done:

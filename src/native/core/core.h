@@ -29,6 +29,7 @@
  *   alloc.c    new_array/empty and the new_storage hot path
  *                                                      storage.c, array.c, pool.c, cache.c
  *   gate.c     Gate: the usage gate's counters         nothing
+ *   working.c  Working: holds for work in flight       storage.c, gate.c
  *   compute.c  apply(), Plan, host_view: the elementwise hot path
  *                                                      alloc.c, array.c, gate.c, launch.c
  *   launch.c   ClKernel, Launch, DeviceEngine: generated kernels enqueued on OpenCL
@@ -308,6 +309,16 @@ int ga_gate_enter(PyObject *gate);
 int ga_gate_exit(PyObject *gate);
 int ga_gate_check(PyObject *gate);
 int ga_gate_init(void);
+
+/* ---------------------------------------------------------------- working.c */
+
+/* Holds for work in flight: one more handle and hold on each storage / their release;
+ * whether a storage is live (not freed, not reset). */
+extern PyTypeObject ga_WorkingType;
+void ga_work_hold(StorageObject *const *held, int n);
+int ga_work_unhold(StorageObject *const *held, int n);
+int ga_work_live(StorageObject *st);
+int ga_working_init(void);
 
 /* ---------------------------------------------------------------- compute.c */
 

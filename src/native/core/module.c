@@ -200,9 +200,9 @@ PyMODINIT_FUNC PyInit__core(void)
         return NULL;
     PyTypeObject *types[] = {&ga_LockType, &ga_StateType, &ga_EpochType, &ga_StorageType,
                              &ga_ArrayType, &ga_PoolType, &ga_CacheType, &ga_GateType,
-                             &ga_PlanType};
+                             &ga_PlanType, &ga_WorkingType};
     const char *names[] = {"Lock", "State", "Epoch", "Storage", "Array", "Pool", "Cache",
-                           "Gate", "Plan"};
+                           "Gate", "Plan", "Working"};
     PyObject *m = PyModule_Create(&core_module);
     if (m == NULL)
         return NULL;
@@ -211,7 +211,7 @@ PyMODINIT_FUNC PyInit__core(void)
                                                                 (PyObject *)types[i]) < 0)
             goto fail;
     }
-    if (ga_gate_init() < 0 || ga_compute_init(m) < 0 || ga_launch_init(m) < 0)
+    if (ga_gate_init() < 0 || ga_working_init() < 0 || ga_compute_init(m) < 0 || ga_launch_init(m) < 0)
         goto fail;
     ga_state = PyObject_New(StateObject, &ga_StateType);
     if (ga_state == NULL)
