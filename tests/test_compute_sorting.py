@@ -75,8 +75,11 @@ def check(device, h, axis=-1, descending=False):
     got_i = ga.argsort(a, axis=axis, descending=descending)
     assert got_i.dtype == ga.int64
     np.testing.assert_array_equal(got_i.get(), idx)
-    got = ga.sort(a, axis=axis, descending=descending, stable=False)
-    assert_same(got.get(), np.take_along_axis(h, idx, axis=axis))
+    want = np.take_along_axis(h, idx, axis=axis)
+    assert_same(ga.sort(a, axis=axis, descending=descending).get(), want)
+    # stable=False: equal elements (0.0 and -0.0 among them) in any order
+    np.testing.assert_array_equal(
+        ga.sort(a, axis=axis, descending=descending, stable=False).get(), want)
 
 
 @pytest.mark.parametrize("dtype", [str(d) for d in NUMERIC_DTYPES])
@@ -447,3 +450,35 @@ def test_set_functions_bad_input(device, used):
                  lambda: ga.isin(ga.ones(2, device=device), a)):
         with pytest.raises(ga.FreedArrayError):
             call()
+
+
+# stable=False and NumPy's default kind -------------------------------------------------------
+@pytest.mark.parametrize("descending", [False, True])
+def test_unstable_sort_gives_the_sorted_values_and_a_sorting_permutation(device, descending):
+    rng = np.random.default_rng(7)
+    h = rng.integers(0, 20, 5000).astype(np.float32)  # many ties
+    h[::97] = np.nan
+    x = ga.asarray(h, device=device)
+    want = np.sort(h)
+    if descending:
+        want = np.concatenate([-np.sort(-h[~np.isnan(h)]), h[np.isnan(h)]])
+    np.testing.assert_array_equal(
+        ga.sort(x, descending=descending, stable=False).get(), want)
+    perm = ga.argsort(x, descending=descending, stable=False).get()
+    np.testing.assert_array_equal(np.sort(perm), np.arange(h.size))
+    np.testing.assert_array_equal(h[perm], want)
+
+
+def test_numpy_sort_kinds_through_the_protocol(device):
+    h = np.array([3, 1, 2, 1, 3, 1], np.int32)
+    x = ga.asarray(h, device=device)
+    np.testing.assert_array_equal(np.sort(x).get(), np.sort(h))
+    for kw in ({"kind": "stable"}, {"kind": "mergesort"}, {"stable": True}):
+        np.testing.assert_array_equal(np.argsort(x, **kw).get(), np.argsort(h, kind="stable"))
+    perm = np.argsort(x).get()  # NumPy's default kind: ties in any order
+    np.testing.assert_array_equal(h[perm], np.sort(h))
+    y = ga.asarray(h, device=device)
+    y.sort()
+    np.testing.assert_array_equal(y.get(), np.sort(h))
+    with pytest.raises(TypeError, match="order"):
+        np.sort(x, order="f")

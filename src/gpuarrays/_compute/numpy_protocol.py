@@ -122,6 +122,22 @@ def _method(name: str, *keys: str):
     return run
 
 
+def _sorting(name: str):
+    """``np.sort``/``np.argsort`` (and ``a.sort()``): NumPy's default kind lets equal elements
+    come in any order, so the namespace's ``stable=False`` (NumPy's fast default sort on
+    ``cpu``); ``kind="stable"``/``"mergesort"`` or ``stable=True`` ask for the stable one."""
+
+    def run(ns, g: dict):
+        kind, stable = g.pop("kind", None), g.pop("stable", None)
+        if g.pop("order", None) is not None:
+            raise TypeError(f"numpy.{name}(order=...) sorts structured fields, which gpuarrays "
+                            f"does not sort; sort a field's array instead")
+        stable = bool(stable) or kind in ("stable", "mergesort")
+        return getattr(ns, name)(g.pop("a"), axis=g.pop("axis", -1), stable=stable)
+
+    return run
+
+
 def _attribute(name: str):
     return lambda ns, given: getattr(given[next(iter(given))], name)
 
@@ -176,8 +192,8 @@ FUNCTIONS: list[tuple[str, object, dict]] = [
     # indexing, searching and sorting (branches indexing, sorting)
     ("take", "take", {"flat": None, "ignore": ("mode",)}),
     ("take_along_axis", "take_along_axis", {}), ("nonzero", "nonzero", {}),
-    ("sort", "sort", {"flat": -1, "ignore": ("kind", "stable")}),
-    ("argsort", "argsort", {"flat": -1, "ignore": ("kind", "stable")}),  # ours is stable
+    ("sort", _sorting("sort"), {"flat": -1, "needs": "sort"}),
+    ("argsort", _sorting("argsort"), {"flat": -1, "needs": "argsort"}),
     ("searchsorted", "searchsorted", {}), ("isin", "isin", {"ignore": ("assume_unique", "kind")}),
     ("unique", _unique, {"needs": "unique_values"}), ("unique_values", "unique_values", {}),
     ("unique_counts", "unique_counts", {}), ("unique_inverse", "unique_inverse", {}),

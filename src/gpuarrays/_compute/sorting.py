@@ -77,7 +77,7 @@ def _run(name: str, x, axis, descending, stable, indices: bool):
     _check_array(name, x)
     ax = _sort_axis(name, x, axis)
     descending = _check_flag(name, "descending", descending)
-    _check_flag(name, "stable", stable)
+    stable = _check_flag(name, "stable", stable)
     dev = x._storage.device
     dev.require(x._dtype)
     result = new_array(x._shape, _INDEX if indices else x._dtype, dev, x._storage.kind)
@@ -86,7 +86,7 @@ def _run(name: str, x, axis, descending, stable, indices: bool):
             pass
         elif dev.backend == "cpu":
             with working(dev, x, result):
-                _cpu_sort(x, ax, descending, result, indices)
+                _cpu_sort(x, ax, descending, result, indices, stable)
         else:
             from .device import sort as device_sort  # docs/design.md, "Layers": same layer
 
@@ -95,32 +95,37 @@ def _run(name: str, x, axis, descending, stable, indices: bool):
     return result
 
 
-def _cpu_sort(x, ax: int, descending: bool, result, indices: bool) -> None:
+def _cpu_sort(x, ax: int, descending: bool, result, indices: bool, stable: bool) -> None:
+    """NumPy's sorts on views: ``kind="stable"`` (radix/timsort), or NumPy's default
+    (introsort with its SIMD kernels) when equal elements may come in any order."""
     v = cpu_engine.view(x)
     z = cpu_engine.view(result)
+    kind = "stable" if stable else None
     if not indices:
         np.copyto(z, v)
         if descending:
             _negate(z)
-        z.sort(axis=ax, kind="stable")
+        z.sort(axis=ax, kind=kind)
         if descending:
             _negate(z)
         return
     if not descending:
-        np.copyto(z, np.argsort(v, axis=ax, kind="stable"))
+        np.copyto(z, np.argsort(v, axis=ax, kind=kind))
         return
     tmp = new_array(x._shape, x._dtype, x._storage.device, "device")
     try:
         t = cpu_engine.view(tmp)
         np.copyto(t, v)
         _negate(t)
-        np.copyto(z, np.argsort(t, axis=ax, kind="stable"))
+        np.copyto(z, np.argsort(t, axis=ax, kind=kind))
     finally:
         tmp.free()
 
 
 def sort(x, /, *, axis=-1, descending=False, stable=True):
-    """A sorted copy of ``x`` along ``axis`` (stable; NaN last in both directions).
+    """A sorted copy of ``x`` along ``axis`` (NaN last in both directions).  ``stable=False``
+    allows any order of equal elements: on ``cpu`` NumPy's default sort (faster than its
+    stable one); device kernels are stable either way.
 
     Errors before anything is allocated: ``TypeError`` (not an array, a non-int
     axis, a non-bool flag), ``AxisError`` (axis out of range, a 0-d array),
@@ -130,8 +135,9 @@ def sort(x, /, *, axis=-1, descending=False, stable=True):
 
 
 def argsort(x, /, *, axis=-1, descending=False, stable=True):
-    """The int64 indices that sort ``x`` along ``axis`` (stable: equal elements keep their
-    order, also when ``descending``); errors as :func:`sort`."""
+    """The int64 indices that sort ``x`` along ``axis`` (``stable``: equal elements keep
+    their order, also when ``descending``; else, on ``cpu``, NumPy's default order of
+    ties); errors as :func:`sort`."""
     return _run("argsort", x, axis, descending, stable, indices=True)
 
 
