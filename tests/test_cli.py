@@ -177,7 +177,9 @@ def test_pipeline_buffer_names_cover_every_allocation(device):
 JSON_KEYS = {"device", "device_name", "settings", "python", "platform", "versions", "command",
              "unavailable", "seconds", "results", "targets"}
 GROUPS = {"derive", "alloc", "cache", "fragmentation", "dlpack", "copy", "workload", "random",
-          "reduce", "compute", "compute bandwidth", "pool-trace", "linalg", "sort"}
+          "reduce", "compute", "compute bandwidth", "pool-trace", "linalg", "sort", "programs"}
+PROGRAMS = ["least squares", "MLP training", "2-D stencil", "Monte-Carlo",
+            "image filter + histogram", "k-NN"]
 
 
 def test_bench_writes_json_results(tmp_path):
@@ -274,10 +276,37 @@ def test_bench_runs_on_every_device(device):
         assert "host kind->device (copyto)" in copy["values"]
     report = bench.format_report(result)
     assert str(device) in report and "fragmentation" in report
+    programs = [r for r in result["results"] if r["group"] == "programs"]
+    assert [r["program"] for r in programs] == PROGRAMS
+    assert not [r["disagrees"] for r in programs if "disagrees" in r]  # same answers as NumPy
     if device.backend == "opencl":
         alloc = next(r for r in result["results"] if r["group"] == "alloc")
         assert alloc["values"]["raw SVM"] > 0 and alloc["values"]["pyopencl.array"] > 0
     json.dumps(result)  # machine-readable
+
+
+def test_bench_programs_smoke(tmp_path):
+    # The whole-program group (cli/bench_programs.py): every program runs under NumPy,
+    # PyTorch and gpuarrays, agrees with NumPy, and is reported as a ratio to NumPy's time.
+    path = tmp_path / "p.json"
+    proc = run_cli("bench", "--only", "programs", "--smoke", "--device", "cpu:0", "--json",
+                   str(path), timeout=60)
+    assert_clean(proc)
+    result = json.loads(path.read_text())
+    rows = result["results"]
+    assert [r["program"] for r in rows] == PROGRAMS
+    assert {r["group"] for r in rows} == {"programs"}
+    assert not [r["disagrees"] for r in rows if "disagrees" in r]
+    for row in rows:
+        assert row["values"]["numpy"] > 0 and row["values"]["gpuarrays"] > 0
+        assert ("gpuarrays uncached" in row["values"]) == row["cached"]  # the loops
+    targets = {t["name"]: t for t in result["targets"]}
+    assert list(targets) == [f"program: {name}" for name in PROGRAMS]
+    assert all(t["limit"] == 1.1 and t["ratio"] > 0 for t in targets.values())
+    out = proc.stdout
+    header = out[out.index("programs (ms)"):].splitlines()[0].split()
+    assert header[-2:] == ["gpuarrays/numpy", "torch/numpy"]
+    assert "checked against NumPy's" in out and "DISAGREES" not in out
 
 
 def test_bench_measure_is_a_per_operation_median():
@@ -397,6 +426,16 @@ def test_bench_without_torch_runs_and_marks_its_columns(tmp_path):
     assert not any(t["reference"].startswith("torch") for t in result["targets"])
     rows = {r["name"]: r for r in result["results"]}
     assert rows["a[1:]"]["values"]["torch"] is None and rows["a[1:]"]["values"]["numpy"] > 0
+
+
+def test_bench_programs_without_torch(tmp_path):
+    proc = _run_without(NO_TORCH, ["bench", "--device", "cpu:0", "--smoke", "--only",
+                                   "programs"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.count("(n/a: torch not installed)") == 1
+    rows = out[out.index("programs (ms)"):].splitlines()
+    assert rows[1].split()[-1] == "n/a" and "DISAGREES" not in out
 
 
 @pytest.mark.skipif("opencl:0" not in {str(d) for d in ga.devices()},

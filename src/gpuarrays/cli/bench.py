@@ -30,6 +30,12 @@ Groups:
 * ``compute``  -- elementwise ``a + b``, ``a * 2``, ``exp(a)``, ``where(a > 0, a, 0)``
   at 1 to 16 M float32 vs NumPy, PyTorch, ``pyopencl.array`` and a one-item
   kernel; the enqueue path; data-movement kernels (cli/bench_compute.py);
+* ``linalg``   -- ``matmul`` of N x N float32/float64 vs NumPy, PyTorch (cli/bench_linalg.py);
+* ``sort``     -- ``sort``/``argsort`` of 1 M and 16 M float32 (cli/bench_sort.py);
+* ``programs`` -- six whole programs written once against an array namespace (least
+  squares, an MLP training loop, a 2-D stencil, a Monte-Carlo estimate, image filtering
+  with a histogram, k-nearest neighbours), each checked against NumPy and timed under
+  NumPy, PyTorch CPU and gpuarrays (cli/bench_programs.py; docs/performance.md);
 * ``pool-trace`` -- a seeded mixed-size trace replayed through the pool
   (``pool_trace.py``): peak reserved / peak used, platform allocations per
   request after warm-up, allocation time per request beside the exact-size hit.
@@ -45,6 +51,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import os
 import platform
 import statistics
 import sys
@@ -181,7 +188,7 @@ def _has_mako() -> bool:
 _INSTALL = {"torch": 'pip install "gpuarrays[bench]"', "mako": 'pip install "gpuarrays[bench]"'}
 # The report's columns each optional library fills, in every group or ("group: column") in
 # one; without the library they read "n/a".
-_COLUMNS_OF = {"torch": {"torch", "torch (cuda)", "gpuarrays/torch"},
+_COLUMNS_OF = {"torch": {"torch", "torch (cuda)", "gpuarrays/torch", "torch/numpy"},
                "mako": {"reduce: pyopencl.array", "reduce: pyopencl.scan",
                         "sort: pyopencl RadixSort"}}
 # What the report says of a run without the library.
@@ -719,6 +726,12 @@ def _bench_sort(dev, settings, libs, rows, targets) -> None:
     bench_sort(dev, settings, libs, rows, targets)
 
 
+def _bench_programs(dev, settings, libs, rows, targets) -> None:
+    from .bench_programs import bench_programs  # its own module: whole programs
+
+    bench_programs(dev, settings, libs, rows, targets)
+
+
 def _bench_pool_trace(dev, settings, libs, rows, targets) -> None:
     from .pool_trace import make_trace, replay
 
@@ -752,7 +765,7 @@ _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("copy", _bench_copy, None), ("workload", _bench_workload, 2),
            ("random", _bench_random, 2), ("reduce", _bench_reduce, 14),
            ("compute", _bench_compute, 19), ("linalg", _bench_linalg, 6),
-           ("sort", _bench_sort, 4),
+           ("sort", _bench_sort, 4), ("programs", _bench_programs, 6),
            ("pool-trace", _bench_pool_trace, 1))
 
 _ALIASES = {"cache": "alloc"}  # the cache group is measured with the alloc group
@@ -851,10 +864,12 @@ def format_report(result: dict) -> str:
                   else group, *columns]
         if ratio:
             header.append("gpuarrays/torch")
+        vs_numpy = ["gpuarrays/numpy", "torch/numpy"] if group == "programs" else []
+        header.extend(vs_numpy)
         # why a column cannot be filled in this run (a library that is not installed)
         why = {c: next((unavailable[lib] for lib in _COLUMNS_OF if lib in unavailable and (
             c in _COLUMNS_OF[lib] or f"{group}: {c}" in _COLUMNS_OF[lib])), None)
-            for c in [*columns, "gpuarrays/torch"]}
+            for c in [*columns, "gpuarrays/torch", *vs_numpy]}
         body = []
         for row in rows:
             vals = row["values"]
@@ -867,6 +882,9 @@ def format_report(result: dict) -> str:
                 g, t = vals.get("gpuarrays"), vals.get("torch")
                 cells.append(f"{g / t:.2f}x" if g and t else "n/a" if why["gpuarrays/torch"]
                              else "-")
+            for col in vs_numpy:
+                x, ref = vals.get(col.split("/")[0]), vals.get("numpy")
+                cells.append(f"{x / ref:.2f}x" if x and ref else "n/a" if why[col] else "-")
             body.append(cells)
         lines.extend(_table(header, body))
         notes = [why[c] for c in header[1:] if why.get(c)
@@ -876,6 +894,15 @@ def format_report(result: dict) -> str:
         for row in rows:
             if row.get("skipped"):
                 lines.append(f"  ({row['name']}: skipped: {row['skipped']})")
+            if row.get("disagrees"):
+                lines.append(f"  ({row['name']}: DISAGREES with NumPy: {row['disagrees']})")
+        if group == "programs":
+            loads = [x for row in rows for x in row.get("load_average", []) if x is not None]
+            load = (f"; load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs"
+                    if loads else "")
+            lines.append(f"  (median of {rows[0].get('rounds')} rounds{load};")
+            lines.append("  every program's results checked against NumPy's before timing; "
+                         "gpuarrays runs the loops inside ga.cached)")
         if group == "pool-trace":
             lines.append("  reserved / used per seed: " + ", ".join(
                 f"{x:.3f}" for x in rows[0].get("reserved_over_used", [])))
