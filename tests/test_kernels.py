@@ -65,7 +65,7 @@ _UFUNC = {"abs": np.absolute, "acos": np.arccos, "acosh": np.arccosh, "asin": np
           "asinh": np.arcsinh, "atan": np.arctan, "atan2": np.arctan2, "atanh": np.arctanh,
           "bitwise_left_shift": np.left_shift, "bitwise_right_shift": np.right_shift,
           "bitwise_invert": np.invert, "conj": np.conjugate, "divide": np.true_divide,
-          "pow": np.power, "round": np.rint}
+          "pow": np.power, "round": np.rint, "pow_rsqrt": np.power, "pow_int": np.power}
 
 
 def oracle(op: str, *xs: np.ndarray) -> np.ndarray:
@@ -81,6 +81,12 @@ def oracle(op: str, *xs: np.ndarray) -> np.ndarray:
             return np.clip(*xs)
         if op in ("round", "ceil", "floor", "trunc") and xs[0].dtype.kind in "iu":
             return xs[0].copy()  # integers stay themselves (the standard; NumPy gives floats)
+        if op == "pow_sqrt":  # x ** 0.5: sqrt, with pow's +0 at -0 and +inf at -inf
+            r = np.sqrt(xs[0])
+            if r.dtype.kind == "f":
+                r[xs[0] == 0] = 0.0
+                r[np.isneginf(xs[0])] = np.inf
+            return r
         fn = _UFUNC.get(op) or getattr(np, op)
         return standard(op, fn(*xs), *xs)  # the standard where NumPy differs
 
@@ -119,7 +125,8 @@ _ULPS = {"f4": 4, "f8": 4}
 _EXACT = {"add", "subtract", "multiply", "divide", "sqrt", "negative", "positive", "square",
           "reciprocal", "abs", "sign", "round", "ceil", "floor", "trunc", "copysign",
           "nextafter", "maximum", "minimum", "clip", "floor_divide", "remainder", "real",
-          "imag", "conj", "where", "signbit", "isnan", "isinf", "isfinite", "hypot"}
+          "imag", "conj", "where", "signbit", "isnan", "isinf", "isfinite", "hypot",
+          "pow_sqrt"}
 
 _SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0,
             1e-30, -1e-30, 1e30, 0.75, 2.0, -3.0, 7.0]
@@ -189,6 +196,10 @@ def test_every_operation_matches_numpy_on_opencl(kdev, op, key):
         xs[1] = (np.arange(64) % (DT[key].itemsize * 8 + 3) - 2).astype(DT[key])
     if op == "pow" and key[0] in "iu":
         xs[1] = (np.arange(64) % 9).astype(DT[key])
+    if op == "pow_int":  # table.SMALL_POWERS, as the dispatch passes them
+        xs[1] = (np.arange(64) % 10 - 3).astype(DT[key])
+    if op == "pow_rsqrt":
+        xs[1] = np.full(64, -0.5, DT[key])
     if op == "clip":
         xs[1], xs[2] = np.minimum(xs[1], xs[2]), np.maximum(xs[1], xs[2])
     want = oracle(op, *xs)
@@ -198,8 +209,8 @@ def test_every_operation_matches_numpy_on_opencl(kdev, op, key):
 
 def test_expressions_cover_every_operation_of_the_table():
     from gpuarrays._compute import table
-    assert set(expressions.EXPRESSIONS) == set(table.OPS)
-    for name, row in table.OPS.items():
+    assert set(expressions.EXPRESSIONS) == set(table.OPS) | set(table.POWERS)
+    for name, row in {**table.OPS, **table.POWERS}.items():
         assert expressions.NIN[name] == row.nin, name
 
 

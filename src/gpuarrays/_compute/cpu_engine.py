@@ -21,7 +21,7 @@ from .._array.make import ArrayBase
 from .._common.raw import ndarray_at
 from .table import Op
 
-__all__ = ["run", "view", "kernel", "standard_fix"]
+__all__ = ["run", "view", "kernel", "own_kernel", "standard_fix"]
 
 try:
     # The error state lives in a context variable; setting it directly costs 0.2 us where
@@ -146,17 +146,46 @@ def _clip(op: Op):
     return clip
 
 
+def _pow_sqrt(z, x) -> None:
+    """``x ** 0.5`` (``table.POWERS``): NumPy's ``sqrt``, which NumPy's ``x ** 0.5`` runs
+    too, except at ``-0`` and ``-inf``, where ``pow`` and the standard give ``+0`` and
+    ``+inf`` and ``sqrt`` ``-0`` and NaN.  One ``minimum`` reduction tells whether there can
+    be any (a positive minimum: none); the ``-inf`` are found before ``z`` is written
+    (``x **= 0.5`` overwrites ``x``)."""
+    if x.dtype.kind == "c":
+        np.sqrt(x, z)
+        return
+    low = np.minimum.reduce(x, axis=None) if x.size else 1.0
+    if low > 0:
+        np.sqrt(x, z)
+        return
+    neg_inf = None if low > -np.inf else np.isneginf(x)  # low -inf, or NaN hiding one
+    np.sqrt(x, z)
+    np.add(z, 0.0, z)  # -0 + 0 is +0; every other value stays as it is
+    if neg_inf is not None:
+        z[neg_inf] = np.inf
+
+
 _SPECIAL = {"where": lambda op: _where, "part": _part, "round": lambda op: _round,
             "first": _clip}
+_OWN = {"pow_sqrt": _pow_sqrt}
+"""Rows typed as a ufunc whose values are not the bare ufunc's: the engine's own ``fn(z, x)``."""
 _kernels: dict[str, object] = {}
 
 
 def kernel(op: Op):
-    """The rows NumPy has no ufunc for (or types differently), as ``fn(z, *xs)``."""
+    """The rows NumPy has no ufunc for (or types differently, or computes otherwise), as
+    ``fn(z, *xs)``."""
     fn = _kernels.get(op.name)
     if fn is None:
-        fn = _kernels[op.name] = _SPECIAL[op.typing](op)
+        own = _OWN.get(op.name)
+        fn = _kernels[op.name] = own if own is not None else _SPECIAL[op.typing](op)
     return fn
+
+
+def own_kernel(op: Op) -> bool:
+    """Whether the engine runs ``op`` (a ufunc-typed row) with :func:`kernel`, not the ufunc."""
+    return op.name in _OWN
 
 
 def run(op: Op, out, args: tuple) -> None:
@@ -175,7 +204,7 @@ def run(op: Op, out, args: tuple) -> None:
 
 
 def _apply(op: Op, z: np.ndarray, xs: list) -> None:
-    if op.typing == "ufunc":
+    if op.typing == "ufunc" and op.name not in _OWN:
         fix = _STANDARD.get(op.name)
         if fix is not None and z.dtype.kind in fix[0]:
             fix[1](z, *xs)

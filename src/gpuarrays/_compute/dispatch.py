@@ -32,9 +32,9 @@ from ..backends.base import RawView
 from . import cpu_engine
 from .ownership import working
 from .promotion import SCALAR_TYPES, check_scalar, integer_limits, resolve
-from .table import DTYPES, OPS, Op
+from .table import DTYPES, OPS, POWER_RULES, POWERS, Op
 
-__all__ = ["apply", "apply_slow", "operand_error"]
+__all__ = ["apply", "apply_slow", "operand_error", "power"]
 
 _STRONG_SCALARS = frozenset(DTYPES)
 
@@ -245,16 +245,41 @@ _OUT_KEYWORD = frozenset((np.maximum, np.minimum))
 
 
 def _plan(op: Op) -> _core.Plan:
-    if op.typing != "ufunc":
+    if op.typing != "ufunc" or cpu_engine.own_kernel(op):
         return _core.Plan(cpu_engine.kernel(op), op.nin, _typer(op), call="out_first")
     call = "keyword" if op.ufunc in _OUT_KEYWORD else "positional"
     return _core.Plan(op.ufunc, op.nin, _typer(op), call=call)
 
 
-PLANS = {op: _plan(op) for op in OPS.values()}
-"""One compiled plan per operation: how ``apply`` runs it, and the typings it remembers."""
+PLANS = {op: _plan(op) for op in (*OPS.values(), *POWERS.values())}
+"""One compiled plan per operation (and per row standing in for ``pow``): how ``apply``
+runs it, and the typings it remembers."""
 
 _core.configure(plans=PLANS, apply_slow=apply_slow)
 
 apply = _core.apply
 """``apply(op, args, out=None)``: see :func:`apply_slow`; compiled, same results and errors."""
+
+_POW = OPS["pow"]
+_RULES = POWER_RULES
+
+
+def power(x1, x2, out=None):
+    """``x1 ** x2`` (the operator, ``pow`` and ``np.power``): with an array ``x1`` and a
+    Python ``int`` or ``float`` ``x2`` of a few values, the row ``table.scalar_power``
+    names (``x ** 2`` is ``square``, ``x ** 0.5`` a square root ...; docs/compute.md,
+    "Scalar exponents"), else ``pow``.  The exponent's value picks the row here because
+    the compiled path keys its typings by operand types only.  An ``out`` the row's
+    result would not fill as it is (another dtype or shape, read-only) keeps ``pow``, whose
+    checks and messages name it."""
+    t = type(x2)
+    if (t is int or t is float) and isinstance(x1, ArrayBase):
+        rules = _RULES.get((x1._dtype.kind, t))  # table.scalar_power, inlined: the hot path
+        found = None if rules is None else rules.get(x2)
+        if found is not None and (out is None or (isinstance(out, ArrayBase)
+                                                  and out._dtype == x1._dtype
+                                                  and out._shape == x1._shape
+                                                  and out._writeable)):
+            row, keep = found
+            return apply(row, (x1, x2) if keep else (x1,), out)
+    return apply(_POW, (x1, x2), out)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .._array.make import ArrayBase
-from .dispatch import apply
+from .dispatch import apply, power
 from .promotion import SCALAR_TYPES
 from .table import OPS
 
@@ -351,8 +351,11 @@ def positive(x, /):
 
 
 def pow(x1, x2, /):
-    """``x1 ** x2``."""
-    return apply(OPS["pow"], (x1, x2))
+    """``x1 ** x2``.
+
+    A Python-scalar exponent of a few values runs a cheaper row with ``pow``'s values
+    (``pow(x, 2)`` squares; docs/compute.md, "Scalar exponents")."""
+    return power(x1, x2)
 
 
 def real(x, /):

@@ -16,7 +16,7 @@ from .. import _core
 from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
 from . import indexing, numpy_protocol
-from .dispatch import apply
+from .dispatch import apply, power
 from .linalg import imatmul, matmul
 from .promotion import SCALAR_TYPES, key_of, resolve
 from .statistical import reduce_ufunc
@@ -25,6 +25,7 @@ from .table import BY_UFUNC, DTYPES, OPS
 __all__ = ["install", "API_VERSIONS"]
 
 API_VERSIONS = ("2023.12", "2024.12", "2025.12")
+_POW = OPS["pow"]
 _DTYPES = frozenset(DTYPES)
 _namespace: list = []
 
@@ -87,8 +88,12 @@ def _refuse(name: str, a, b, reflected: bool = False):
 def binary(name: str, a, b):
     """``a <op> b``; ``NotImplemented`` for an operand the namespace does not take, a
     ``TypeError`` naming the remedies for a NumPy array or a list."""
+    if name == "pow" and (type(b) is int or type(b) is float):  # x ** 2: the short way
+        return power(a, b)
     if not _takes(b):
         return _refuse(name, a, b)
+    if name == "pow":  # the exponent's value may pick the row (docs/compute.md)
+        return power(a, b)
     if name == "matmul":  # arrays only (docs/linalg.md)
         return matmul(a, b) if isinstance(b, ArrayBase) else NotImplemented
     return apply(OPS[name], (a, b))
@@ -116,7 +121,10 @@ def inplace(name: str, a, b):
     if not a._writeable:
         raise ValueError(f"cannot apply an in-place {name} to a read-only array (shape "
                          f"{a._shape}, a broadcast_to or diagonal view); use a copy")
-    apply(OPS[name], (a, b), a)
+    if name == "pow":
+        power(a, b, a)
+    else:
+        apply(OPS[name], (a, b), a)
     return a
 
 
@@ -208,6 +216,8 @@ def _array_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
             return NotImplemented
     if len(inputs) != op.nin or not all(_takes(x) for x in inputs):
         return NotImplemented
+    if op is _POW:
+        return power(inputs[0], inputs[1], out)
     return apply(op, inputs, out)
 
 
@@ -238,8 +248,11 @@ def install(module) -> None:
     """Fill the array layer's hooks; ``module`` is what ``__array_namespace__`` returns."""
     _namespace[:] = [module]
     # Compiled for arrays and Python scalars (_core.binary...: straight to the compiled
-    # apply); any other operand comes back to the functions above.
-    _core.configure(ops=OPS, operators_slow=(binary, reflected, inplace, unary))
+    # apply); any other operand comes back to the functions above, and so does every ``**``:
+    # a Python-scalar exponent's value picks its row (dispatch.power), which the compiled
+    # operators, keyed by operand types, cannot see.
+    _core.configure(ops={name: op for name, op in OPS.items() if op is not _POW},
+                    operators_slow=(binary, reflected, inplace, unary))
     HOOKS.binary = _core.binary
     HOOKS.reflected = _core.reflected
     HOOKS.inplace = _core.inplace

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy._core import umath  # the clip ufunc (np.clip is a Python wrapper around it)
 
-__all__ = ["CATEGORIES", "DTYPES", "OPS", "BY_UFUNC", "Op"]
+__all__ = ["CATEGORIES", "DTYPES", "OPS", "BY_UFUNC", "POWERS", "POWER_RULES", "Op",
+           "scalar_power"]
 
 DTYPES = tuple(np.dtype(n) for n in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -144,3 +145,59 @@ OPS: dict[str, Op] = {op.name: op for op in _rows()}
 BY_UFUNC: dict[np.ufunc, Op] = {op.ufunc: op for op in OPS.values()
                                 if op.ufunc is not None and op.name != "clip"}
 """NumPy ufunc -> row, for ``__array_ufunc__`` (``np.add(a, b)`` on gpuarrays arrays)."""
+
+
+# Scalar exponents -----------------------------------------------------------------------
+# ``x ** s``, ``pow(x, s)`` and ``np.power(x, s)`` with a Python int or float ``s`` run a
+# cheaper row than ``pow`` for a few values of ``s`` (docs/compute.md, "Scalar exponents"):
+# the exponent's value, which the compiled path's typings do not see, picks the row before
+# dispatch (``dispatch.power``), so every engine and the compiled path run the row as they
+# run any other.  NumPy decides where the result is exact: ``x ** 2`` is ``square``,
+# ``x ** -1`` ``reciprocal`` and ``x ** 0.5`` ``sqrt`` in NumPy too (its operator and its
+# power loop), so those are bit for bit NumPy's; ``x ** 1`` is a copy and ``x ** 0`` is 1,
+# exactly what ``pow`` gives.  Where NumPy calls ``pow`` (``-0.5``, ``3``, ``-2``, ...) the cpu
+# engine still does, and device kernels multiply (within the pow tests' 4 ulp).
+POWERS: dict[str, Op] = {op.name: op for op in (
+    # x ** 0.5: sqrt, with pow's (the standard's) values at -0 (+0) and -inf (+inf)
+    Op("pow_sqrt", 1, "floating-point", np.sqrt),
+    # x ** -0.5 (real): 1 / pow_sqrt(x) on devices, pow on cpu; the exponent stays an operand
+    Op("pow_rsqrt", 2, "real floating-point", np.power),
+    # x ** n, n an integer in SMALL_POWERS: multiplies on devices, pow on cpu
+    Op("pow_int", 2, "real floating-point", np.power),
+)}
+"""Rows that stand in for ``pow`` with some Python-scalar exponents; not namespace functions."""
+
+SMALL_POWERS = range(-3, 7)
+"""Integer exponents device kernels compute by multiplies (``pow_int``): the products'
+rounding error (``|n| - 1`` roundings, about twice that for ``n < 0``, which starts from
+``1 / x``) stays within 2.5 ulp, so with ``pow``'s own error within the pow tests' 4 ulp."""
+
+
+def _power_rules() -> dict[tuple[str, type], dict[float, tuple[Op, bool]]]:
+    """(array dtype kind, exponent type) -> exponent value -> (row, whether the exponent
+    stays an operand)."""
+    square, reciprocal, positive = OPS["square"], OPS["reciprocal"], OPS["positive"]
+    real: dict[float, tuple[Op, bool]] = {
+        n: (POWERS["pow_int"], True) for n in SMALL_POWERS}
+    real.update({2: (square, False), -1: (reciprocal, False), 1: (positive, False),
+                 0.5: (POWERS["pow_sqrt"], False), -0.5: (POWERS["pow_rsqrt"], True)})
+    # complex: NumPy's operator's rows (its fast path takes the int 2 and -1 and the float
+    # 0.5 only: ``c ** 2.0`` multiplies in its power loop, which rounds otherwise); every other
+    # exponent keeps pow, whose kernel multiplies for integer exponents as NumPy's does
+    cplx_int = {2: (square, False), -1: (reciprocal, False), 1: (positive, False)}
+    cplx_float = {0.5: (POWERS["pow_sqrt"], False), 1: (positive, False)}
+    ints = {2: (square, False)}  # NumPy squares any array type; other powers stay exact pow
+    return {("f", int): real, ("f", float): real, ("c", int): cplx_int,
+            ("c", float): cplx_float, ("i", int): ints, ("u", int): ints}
+
+
+POWER_RULES = _power_rules()
+"""``scalar_power``'s table: (dtype kind, exponent type) -> exponent value -> (row, keep)."""
+
+
+def scalar_power(dtype: np.dtype, exponent: int | float) -> tuple[Op, bool] | None:
+    """The row that computes ``x ** exponent`` for an array ``x`` of ``dtype`` and a Python
+    ``int`` or ``float`` exponent, and whether the exponent stays its second operand (else the
+    row is unary); None: ``pow`` itself.  The row types its result as ``pow`` would."""
+    rules = POWER_RULES.get((dtype.kind, type(exponent)))
+    return None if rules is None else rules.get(exponent)

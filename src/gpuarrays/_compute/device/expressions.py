@@ -153,6 +153,15 @@ DEV {C} c_div_{K}({C} a, {C} b) {{
     {R} rat = b.x / b.y, scl = 1.0{L} / (b.y + b.x * rat);
     return c_make_{K}((a.x * rat + a.y) * scl, (a.y * rat - a.x) * scl);
 }}
+/* NumPy's complex reciprocal (the formula of its loop, so the same values bit for bit). */
+DEV {C} c_recip_{K}({C} a) {{
+    if ({fabs}(a.y) <= {fabs}(a.x)) {{
+        {R} r = a.y / a.x, d = a.x + a.y * r;
+        return c_make_{K}(1 / d, -r / d);
+    }}
+    {R} r = a.x / a.y, d = a.x * r + a.y;
+    return c_make_{K}(r / d, -1 / d);
+}}
 DEV {C} c_mul_i_{K}({C} a) {{ return c_make_{K}(-a.y, a.x); }}      /* i * a */
 DEV {C} c_mul_mi_{K}({C} a) {{ return c_make_{K}(a.y, -a.x); }}     /* -i * a */
 """.format_map(t)
@@ -324,11 +333,30 @@ DEV {C} c_atan_{K}({C} z) {{ return c_mul_mi_{K}(c_atanh_{K}(c_mul_i_{K}(z))); }
 
 def _complex_misc(t: TypeNames) -> str:
     return """
+/* a ** n for an integer n, |n| < 100: NumPy's npy_cpow, the same multiplies in the same
+   order (so the same values bit for bit), and 1 / a ** |n| for n < 0. */
+DEV {C} c_powi_{K}({C} a, int n) {{
+    if (n == 0) return c_make_{K}(1, 0);
+    if (a.x == 0 && a.y == 0) return n > 0 ? c_make_{K}(0, 0) : c_make_{K}(NAN, NAN);
+    if (n == 1) return a;
+    if (n == 2) return c_mul_{K}(a, a);
+    if (n == 3) return c_mul_{K}(a, c_mul_{K}(a, a));
+    int m = n < 0 ? -n : n, mask = 1;
+    {C} r = c_make_{K}(1, 0), p = a;
+    for (;;) {{
+        if (m & mask) r = c_mul_{K}(r, p);
+        mask <<= 1;
+        if (m < mask) break;
+        p = c_mul_{K}(p, p);
+    }}
+    return n < 0 ? c_div_{K}(c_make_{K}(1, 0), r) : r;
+}}
+/* NumPy's npy_cpow: 1 for a zero exponent, 0 (or NaN when Re b <= 0) for a zero base,
+   multiplies for small integer exponents, exp(b log a) otherwise. */
 DEV {C} c_pow_{K}({C} a, {C} b) {{
     if (b.x == 0 && b.y == 0) return c_make_{K}(1, 0);
-    if (a.x == 0 && a.y == 0 && b.y == 0 && b.x > 0) return c_make_{K}(0, 0);
-    if (b.y == 0 && b.x == 1) return a;
-    if (b.y == 0 && b.x == 2) return c_mul_{K}(a, a);
+    if (a.x == 0 && a.y == 0) return b.x > 0 ? c_make_{K}(0, 0) : c_make_{K}(NAN, NAN);
+    if (b.y == 0 && b.x > -100 && b.x < 100 && b.x == ({R})(int)b.x) return c_powi_{K}(a, (int)b.x);
     return c_exp_{K}(c_mul_{K}(b, c_log_{K}(a)));
 }}
 /* NumPy 2: z / |z|; 0 at 0; NaN if a part is NaN; infinite parts count as +-1. */
@@ -422,6 +450,30 @@ DEV {T} sign_{K}({T} a) {{ return isnan(a) ? a : (a > 0 ? ({T})1 : (a < 0 ? ({T}
 """.format_map(t)
 
 
+def _pow_helpers(t: TypeNames) -> str:
+    """The real rows that stand in for pow with a scalar exponent (table.POWERS)."""
+    return """
+/* pow(x, 0.5): sqrt, but +0 at -0 and +inf at -inf, as pow (and the standard) give. */
+DEV {T} psqrt_{K}({T} x) {{
+    return x == 0 ? ({T})0 : (x == -INFINITY ? ({T})INFINITY : {sqrt}(x));
+}}
+/* x ** n for a small integer n (|n| < 8; table.SMALL_POWERS) by multiplies: binary powering
+   of x, or of 1 / x for n < 0 (x ** |n| may overflow where x ** n does not).  The products
+   start from an exact 1 * b, so n = 0 gives 1 (even for NaN) and n = 1, -1, 2 pow's exact
+   values; others round |n| - 1 times (twice that for n < 0). */
+DEV {T} powi_{K}({T} x, int n) {{
+    int m = n < 0 ? -n : n;
+    {T} b = n < 0 ? ({T})1 / x : x;
+    {T} r = (m & 1) ? b : ({T})1;
+    b = b * b;
+    r = (m & 2) ? r * b : r;
+    b = b * b;
+    r = (m & 4) ? r * b : r;
+    return r;
+}}
+""".format_map(t)
+
+
 def _nextafter(t: TypeNames) -> str:
     if t.key != "f2":
         return "DEV {T} nextafter_{K}({T} a, {T} b) {{ return {nextafter}(a, b); }}\n".format_map(t)
@@ -456,6 +508,7 @@ HELPERS: dict[str, Helper] = {
     "int": Helper(_int_helpers, kinds="iu"),
     "float": Helper(_float_helpers, kinds="f"),
     "nextafter": Helper(_nextafter, kinds="f"),
+    "pow": Helper(_pow_helpers, kinds="f"),
 }
 """Helper groups by name; an :class:`Expr` lists the groups it calls."""
 
@@ -514,8 +567,7 @@ EXPRESSIONS: dict[str, dict[str, Expr]] = {
     "positive": _same(Expr("x"), *_INTS, REAL, COMPLEX),
     "square": {**_same(Expr("({T})(({W})x * ({W})x)"), *_INTS), REAL: Expr("x * x"),
                COMPLEX: Expr("c_mul_{K}(x, x)", helpers=("complex",))},
-    "reciprocal": {REAL: Expr("1 / x"),
-                   COMPLEX: Expr("c_div_{K}(c_make_{K}(1, 0), x)", helpers=("complex",))},
+    "reciprocal": {REAL: Expr("1 / x"), COMPLEX: Expr("c_recip_{K}(x)", helpers=("complex",))},
     "abs": {SIGNED: Expr("(x < 0 ? ({T})(0 - ({W})x) : x)"), UNSIGNED: Expr("x"),
             REAL: Expr("{fabs}(x)"), COMPLEX: Expr("{hypot}(x.x, x.y)", "real")},
     "sign": {SIGNED: Expr("({T})((x > 0) - (x < 0))"), UNSIGNED: Expr("({T})(x > 0)"),
@@ -586,8 +638,13 @@ EXPRESSIONS: dict[str, dict[str, Expr]] = {
     "logical_not": {BOOL: Expr("(!x)", "bool")},
     # selection: x and y share the compute type, the condition is bool
     "where": _same(Expr("(x ? y : z)"), BOOL, *_INTS, REAL, COMPLEX),
+    # pow with a scalar exponent (table.POWERS): x ** 0.5, x ** -0.5, x ** n (n small)
+    "pow_sqrt": {REAL: Expr("psqrt_{K}(x)", helpers=("pow",)),
+                 COMPLEX: Expr("c_sqrt_{K}(x)", helpers=("cexp",))},
+    "pow_rsqrt": {REAL: Expr("({T})1 / psqrt_{K}(x)", helpers=("pow",))},
+    "pow_int": {REAL: Expr("powi_{K}(x, (int)y)", helpers=("pow",))},
 }
-"""Operation (array API name) -> dtype class -> :class:`Expr`."""
+"""Operation (array API name, or a row of ``table.POWERS``) -> dtype class -> :class:`Expr`."""
 
 HELPERS["clip"] = Helper(lambda t: """
 DEV {T} clip_{K}({T} x, {T} lo, {T} hi) {{
@@ -598,8 +655,8 @@ DEV {T} clip_{K}({T} x, {T} lo, {T} hi) {{
 
 _UNARY = frozenset("""
 abs acos acosh asin asinh atan atanh bitwise_invert ceil conj cos cosh exp expm1 floor imag
-isfinite isinf isnan log log1p log2 log10 logical_not negative positive real reciprocal round
-sign signbit sin sinh sqrt square tan tanh trunc""".split())
+isfinite isinf isnan log log1p log2 log10 logical_not negative positive pow_sqrt real
+reciprocal round sign signbit sin sinh sqrt square tan tanh trunc""".split())
 NIN = {op: 1 if op in _UNARY else 3 if op in ("where", "clip") else 2 for op in EXPRESSIONS}
 """Operation -> number of operands."""
 
