@@ -1,7 +1,10 @@
 """Creation in the array layer: the compiled ``empty``, ``array``/``asarray`` and ``to_numpy``.
 
 The standard's other creation functions (zeros, ones, full, the ``*_like`` functions,
-arange, eye, linspace, ...) live in ``_compute/creation.py`` (docs/manipulation.md).
+arange, eye, linspace, ...) live in ``_compute/creation.py`` (docs/manipulation.md).  They
+and ``asarray`` allocate and write a new array in one compiled call (``_core.Filler``,
+``_core.Uploader``: src/native/core/fill.c) through the device's ``writer``; what that
+call does not handle it hands to ``write_new``, the general path.
 """
 
 from __future__ import annotations
@@ -24,16 +27,38 @@ _core.configure(device_var=_current, default_devices=_default, get_device=get_de
                 float64=None)  # dtype omitted: the device's default (Device._accepts[None])
 
 
-def _from_host(host: np.ndarray, dtype, device, kind: str) -> GPUArray:
-    dev = get_device(device)
-    dt = dev.dtype_of(host.dtype if dtype is None else dtype)
-    a = new_array(normalize_shape(host.shape), dt, dev, kind)
+def writer(dev: Device) -> _core.Writer | None:
+    """How the compiled creation functions write ``dev``'s new memory: a ``_core.Writer``
+    from its back-end's ``writer_handles``, or None (they call ``write_new``).  Called by
+    the compiled core on a device's first creation and after a reset."""
+    handles = getattr(dev.impl, "writer_handles", None)
+    return None if handles is None else _core.Writer(dev.gate, **handles(dev.index))
+
+
+def write_new(a: GPUArray, value) -> GPUArray:
+    """The general path of the compiled creation functions: ``a[...] = value`` for a new
+    array ``a``, which is freed if that raises; returns ``a``.  ``value`` is a scalar, a
+    NumPy array, or bytes: the values the compiled core generated (C order)."""
     try:
-        transfer.assign(a, host)
+        if type(value) is bytes:
+            value = np.frombuffer(value, a.dtype).reshape(a.shape)
+        transfer.assign(a, value)
     except BaseException:
         a.free()
         raise
     return a
+
+
+generated = _core.Uploader(slow=write_new, writer_of=writer)
+"""New arrays written from C in one call: ``generated.array`` (``from_host``) and NumPy's
+values of ``arange`` and ``linspace`` generated in C (``generated.arange``, ``.linspace``;
+their signatures and when they answer NotImplemented: src/native/core/fill.c)."""
+
+from_host = generated.array
+"""``from_host(host, dtype, device, kind)``: a new C-contiguous array of ``host``'s shape
+and ``device``'s dtype for ``dtype`` (None: ``host``'s), holding the values of the NumPy
+array ``host``; one compiled call (a memcpy on cpu, one asynchronous enqueue of a private
+copy of small data on OpenCL: src/native/core/fill.c)."""
 
 
 def array(obj, dtype=None, *, device=None, kind: str | None = None,
@@ -55,6 +80,8 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
     ``copy=False`` raises ``ValueError`` when a copy cannot be avoided;
     ``copy=True`` always copies.
     """
+    if type(obj) is np.ndarray and dtype is None and copy is not False:  # (the common case)
+        return from_host(obj, None, device, "device" if kind is None else kind)
     if isinstance(obj, GPUArray):
         return _from_gpuarray(obj, dtype, device, kind, copy)
     if not isinstance(obj, np.ndarray):
@@ -82,7 +109,7 @@ def asarray(obj, dtype=None, *, device=None, kind: str | None = None,
         raise  # its message starts as docs/design.md ("The storage model") says
     except (TypeError, ValueError) as e:
         raise type(e)(f"cannot make a GPUArray from {type(obj).__name__}: {e}") from None
-    return _from_host(host, dtype, device, "device" if kind is None else kind)
+    return from_host(host, dtype, device, "device" if kind is None else kind)
 
 
 # Nested sequences holding GPUArrays ([x[0], x[1]], [[a, 1.0], [b, c]]) -------------------

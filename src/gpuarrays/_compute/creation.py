@@ -7,11 +7,19 @@ allocation path of the array layer (its ``dtype=None`` is the device's default f
 type too).  Every function also takes gpuarrays' ``kind=`` (``"device"``, ``"host"``,
 ``"unified"``).
 
-``arange`` and ``linspace`` compute their values from the Python scalars on the host and
-upload them (nothing is read from the device); ``eye``, ``tril`` and ``triu`` run
-index-aware kernels on device back-ends (``device/indexed.py``) and NumPy on views of the
-raw memory on ``cpu``; ``meshgrid`` copies broadcast views with the device's copy
-kernels (docs/manipulation.md).
+Creation runs at allocation speed (docs/performance.md, "Creation"): ``zeros``, ``ones``,
+``full`` and their ``*_like`` are one compiled call each (``_core.Filler``,
+src/native/core/fill.c) that allocates and fills -- a memset or a repeated pattern on
+``cpu``, one asynchronous ``clEnqueueSVMMemFill`` on OpenCL -- after the Python ``spec``
+below has checked the arguments and given the value's bytes (remembered for Python
+scalars).  ``arange``, ``linspace`` and ``eye`` of the common argument forms are generated
+in C as NumPy computes them (in place on ``cpu``, one asynchronous upload on OpenCL); where
+the compiled call declines (other arguments, a larger result on a device), ``arange`` and
+``linspace`` compute their values with NumPy on the host and upload them (``from_host``;
+nothing is read from the device), and ``eye``, ``tril`` and ``triu`` run index-aware
+kernels on device back-ends (``device/indexed.py``) and NumPy on views of the raw memory
+on ``cpu``; ``meshgrid`` copies broadcast views with the device's copy kernels
+(docs/manipulation.md).
 """
 
 from __future__ import annotations
@@ -20,9 +28,9 @@ import operator
 
 import numpy as np
 
+from .. import _core
 from .._array import dlpack as _dlpack
-from .._array import transfer
-from .._array.creation import empty
+from .._array.creation import empty, from_host, generated, write_new, writer
 from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
 from .._common.sizes import check_size
@@ -34,6 +42,10 @@ __all__ = ["arange", "empty", "empty_like", "eye", "from_dlpack", "full", "full_
            "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like"]
 
 _BOOL, _I8 = np.dtype(bool), np.dtype(np.int64)
+_SCALARS = (bool, int, float, complex)
+_PLAIN = frozenset(_SCALARS)
+_INT_NONE = frozenset((int, type(None)))
+_REAL = frozenset((int, float))
 
 
 def _default_float(dev) -> np.dtype:
@@ -75,32 +87,58 @@ def _check_fill(value, dt: np.dtype) -> None:
                         "use ga.broadcast_to(x, shape) and copy it")
 
 
-def _filled(shape, value, dt, dev, kind):
-    a = empty(shape, dt, device=dev, kind=kind)
-    with filling(a):
-        transfer.assign(a, value)
-    return a
+def _pattern(value, dt: np.dtype) -> tuple[bytes | None, bool]:
+    """``value``'s bytes as one element of ``dt`` and whether they may be remembered for
+    an equal value (a Python scalar that converts exactly: nothing warned); None for a
+    value the general path writes (``write_new``): an array-like, which broadcasts, or a
+    value that does not convert, whose error it raises."""
+    if type(value) not in _SCALARS and not isinstance(value, np.generic):
+        return None, False
+    try:
+        host = np.asarray(value, dtype=dt)
+    except (TypeError, ValueError):
+        return None, False
+    item = host.item() if dt.names is None else None
+    exact = type(value) in _SCALARS and item is not None and (
+        item == value or (item != item and value != value))
+    return host.tobytes(), exact
+
+
+def _number_spec(dev, dtype, value):
+    """zeros/ones (and their ``_like``): the device's dtype for ``dtype`` (None: its
+    default floating type) and the value's pattern (a ``_core.Filler``'s spec)."""
+    dt = dev.dtype_of(dtype)
+    return (dt, *_pattern(value, dt))
+
+
+def _full_spec(dev, dtype, value):
+    """full (and ``full_like``): ``dtype`` or the value's default dtype on the device, the
+    value checked (``_check_fill``), and its pattern (a ``_core.Filler``'s spec)."""
+    dt = _scalar_dtype(value, dev) if dtype is None else dev.dtype_of(dtype)
+    _check_fill(value, dt)
+    return (dt, *_pattern(value, dt))
+
+
+# filled(shape, dtype, device, kind, value): allocate and fill in one compiled call
+_NUMBERS = _core.Filler(spec=_number_spec, slow=write_new, writer_of=writer)
+_number_filled = _NUMBERS.array
+_full_filled = _core.Filler(spec=_full_spec, slow=write_new, writer_of=writer).array
 
 
 def full(shape, fill_value, dtype=None, *, device=None, kind="device"):
     """A new array of ``shape`` filled with ``fill_value`` (``dtype=None``: bool, int64, or
     the device's default floating/complex type, after the value's Python type)."""
-    dev = get_device(device)
-    dt = _scalar_dtype(fill_value, dev) if dtype is None else dev.dtype_of(dtype)
-    _check_fill(fill_value, dt)
-    return _filled(shape, fill_value, dt, dev, kind)
+    return _full_filled(shape, dtype, device, kind, fill_value)
 
 
 def zeros(shape, dtype=None, *, device=None, kind="device"):
     """A new array of zeros (``dtype=None``: the device's default floating type)."""
-    dev = get_device(device)
-    return _filled(shape, 0, dev.dtype_of(dtype), dev, kind)
+    return _number_filled(shape, dtype, device, kind, 0)
 
 
 def ones(shape, dtype=None, *, device=None, kind="device"):
     """A new array of ones (``dtype=None``: the device's default floating type)."""
-    dev = get_device(device)
-    return _filled(shape, 1, dev.dtype_of(dtype), dev, kind)
+    return _number_filled(shape, dtype, device, kind, 1)
 
 
 def _like(name: str, x, dtype, device, kind, shape):
@@ -121,30 +159,24 @@ def empty_like(x, /, *, dtype=None, device=None, kind=None, shape=None):
 def zeros_like(x, /, *, dtype=None, device=None, kind=None, shape=None):
     """Like :func:`zeros`: dtype, device, kind and shape default to ``x``'s."""
     shape, dt, dev, kind = _like("zeros_like", x, dtype, device, kind, shape)
-    return _filled(shape, 0, dt, dev, kind)
+    return _number_filled(shape, dt, dev, kind, 0)
 
 
 def ones_like(x, /, *, dtype=None, device=None, kind=None, shape=None):
     """Like :func:`ones`: dtype, device, kind and shape default to ``x``'s."""
     shape, dt, dev, kind = _like("ones_like", x, dtype, device, kind, shape)
-    return _filled(shape, 1, dt, dev, kind)
+    return _number_filled(shape, dt, dev, kind, 1)
 
 
 def full_like(x, /, fill_value, *, dtype=None, device=None, kind=None, shape=None):
     """Like :func:`full`: dtype, device, kind and shape default to ``x``'s."""
     shape, dt, dev, kind = _like("full_like", x, dtype, device, kind, shape)
-    _check_fill(fill_value, dt)
-    return _filled(shape, fill_value, dt, dev, kind)
-
-
-def _upload(host: np.ndarray, dev, kind):
-    a = new_array(host.shape, host.dtype, dev, kind)
-    with filling(a):
-        transfer.assign(a, host)
-    return a
+    return _full_filled(shape, dt, dev, kind, fill_value)
 
 
 def _number(name: str, what: str, v):
+    if type(v) in _PLAIN:
+        return v
     if isinstance(v, ArrayBase) or not isinstance(v, (int, float, complex, np.number,
                                                       np.bool_)):
         raise TypeError(f"{name}(): {what} must be a Python number, got {type(v).__name__}")
@@ -155,6 +187,12 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, kind="device
     """Values from ``start`` (inclusive) to ``stop`` (exclusive) spaced by ``step``; one
     argument means ``arange(0, start)``.  ``dtype=None``: int64 for ints, else the device's
     default floating type.  ``ValueError`` for a zero step."""
+    if dtype is None and type(start) is int and type(step) is int and type(stop) in _INT_NONE:
+        # the common form: NumPy's int64 values generated in C where it can
+        out = generated.arange(0 if stop is None else start, start if stop is None else stop,
+                               step, _I8, device, kind)
+        if out is not NotImplemented:
+            return out
     for what, v in (("start", start), ("stop", stop), ("step", step)):
         if v is not None or what != "stop":
             _number("arange", what, v)
@@ -163,14 +201,13 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, kind="device
     if step == 0:
         raise ValueError("arange(): step must not be zero")
     dev = get_device(device)
+    ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+               for v in (start, stop, step))
     if dtype is None:
-        ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                   for v in (start, stop, step))
         dt = _I8 if ints else _default_float(dev)
     else:
         dt = dev.dtype_of(dtype)
-    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-           for v in (start, stop, step)):  # NumPy wraps a length past int64 to nothing
+    if ints:  # NumPy wraps a length past int64 to nothing
         check_size("arange", (max(0, -(-(int(stop) - int(start)) // int(step))),),
                    dt.itemsize)
     try:
@@ -178,13 +215,18 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, kind="device
     except ValueError as e:  # NumPy's "Maximum allowed size exceeded"
         raise ValueError(f"arange(): {start}, {stop}, {step} give too many values ({e}); "
                          f"ask for fewer") from None
-    return _upload(values, dev, kind)
+    return from_host(values, None, dev, kind)
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, kind="device"):
     """``num`` evenly spaced values from ``start`` to ``stop`` (included when
     ``endpoint``).  ``dtype=None``: the device's default floating type, or its default
     complex type when ``start`` or ``stop`` is complex.  ``ValueError`` for ``num < 0``."""
+    if dtype is None and type(num) is int and type(start) in _REAL and type(stop) in _REAL:
+        # the common form: NumPy's values generated in C where it can
+        out = generated.linspace(start, stop, num, endpoint, None, device, kind)
+        if out is not NotImplemented:
+            return out
     _number("linspace", "start", start)
     _number("linspace", "stop", stop)
     try:
@@ -203,7 +245,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, kin
     wide = np.complex128 if dt.kind == "c" else np.float64
     check_size("linspace", (num,), np.dtype(wide).itemsize)
     host = np.linspace(start, stop, num, endpoint=endpoint, dtype=wide)
-    return _upload(host.astype(dt), dev, kind)
+    return from_host(host.astype(dt), None, dev, kind)
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
@@ -253,6 +295,8 @@ def meshgrid(*arrays, indexing="xy"):
 
 
 def _int(name: str, what: str, v) -> int:
+    if type(v) is int:
+        return v
     if isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{name}(): {what} must be an int, got {v!r}")
     try:
@@ -264,6 +308,12 @@ def _int(name: str, what: str, v) -> int:
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, kind="device"):
     """A new ``n_rows`` x ``n_cols`` array with ones on the ``k``-th diagonal and zeros
     elsewhere (``dtype=None``: the device's default floating type)."""
+    if type(n_rows) is int and type(k) is int and type(n_cols) in _INT_NONE:
+        # the common form: NumPy's eye made in C where it can
+        out = _NUMBERS.eye(n_rows, n_rows if n_cols is None else n_cols, k, dtype, device,
+                           kind, 1)
+        if out is not NotImplemented:
+            return out
     n_rows = _int("eye", "n_rows", n_rows)
     n_cols = n_rows if n_cols is None else _int("eye", "n_cols", n_cols)
     k = _int("eye", "k", k)

@@ -108,6 +108,12 @@ class Backend(Protocol):
         unsafe casting.  Source and destination never overlap (the core copies
         through a temporary when they would)."""
 
+    # A back-end may also offer ``writer_handles(index) -> dict``: the arguments of the
+    # compiled core's ``_core.Writer`` (src/native/core/fill.c), with which the creation
+    # functions fill and upload new memory without Python ("host": the process's own
+    # memory; "opencl": the queue and entry points).  Without it they call ``fill`` and
+    # ``upload``; the array layer checks for it with ``getattr``.
+
     # lifecycle --------------------------------------------------------------
     def synchronize(self, index: int) -> None: ...
     def reset(self, index: int) -> None:

@@ -121,6 +121,12 @@ class CpuBackend:
             return
         np.copyto(ndarray_at(*dst), value)
 
+    def writer_handles(self, index: int) -> dict:
+        """What the compiled creation functions need to write new memory without Python
+        (``_core.Writer``'s arguments, src/native/core/fill.c): every kind is the process's
+        own memory, written in place."""
+        return {"mode": "host"}
+
     def copy_strided(self, index: int, dst: RawView, src: RawView) -> None:
         if 0 in dst.shape:
             return

@@ -15,10 +15,14 @@ Decisions (docs/design.md, "The back-end interface"):
   warnings); PyOpenCL provides platforms, devices, contexts and queues, whose
   raw handles are ``.int_ptr``.
 * **One in-order queue per device**, made lazily on first use.  Copies between
-  our own allocations and kernels are enqueued without waiting; ``upload``,
+  our own allocations, fills and kernels are enqueued without waiting;
   ``download`` and any copy touching memory we did not allocate block until the
-  bytes have moved.  ``free`` enqueues ``clEnqueueSVMFree``, so memory is
-  released only after the work queued before it.
+  bytes have moved.  ``upload`` of at most ``_STAGED_MAX`` bytes enqueues a copy
+  from a private copy of the data (kept on the device state until the queue has
+  passed it: ``_DeviceState.kept``), a larger one blocks.  ``free`` enqueues
+  ``clEnqueueSVMFree``, so memory is released only after the work queued before it.
+  The compiled creation functions fill and upload the same way from C
+  (``writer_handles``, src/native/core/fill.c).
 * **Kernels are OpenCL C**, generated per (device, dtype combination) on first
   use and kept until the device is reset.  Shapes and strides travel in a small
   read-only buffer of int64, so any number of dimensions works; addresses are
@@ -94,6 +98,11 @@ def _runtime_cache() -> str:
     return f"{os.path.join(base, 'pocl', 'kcache')} (PoCL's; another runtime's own cache folder)"
 
 _FILL_PATTERN_MAX = 128  # clEnqueueSVMMemFill's largest pattern
+# Uploads of at most this many bytes do not wait for the device: the data is copied to a
+# private buffer the queue reads later.  At most _KEPT_MAX such buffers (and queued free
+# lists) wait on a device; the next upload then blocks, which lets them all go.
+_STAGED_MAX = 64 << 10
+_KEPT_MAX = 256
 
 
 # The C API through ctypes -----------------------------------------------------
@@ -271,14 +280,29 @@ class _DeviceState:
     # generated kernels: (source, name) -> cl_kernel (each _Kernel holds its own)
     compute: dict[tuple[str, str], int] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
-    # Pointer arrays handed to clEnqueueSVMFree, kept until the queue has passed them:
-    # PoCL before 3.1 reads the array when the command runs, not when it is enqueued.
-    free_lists: list = field(default_factory=list)
+    # Host memory that queued commands read when they run, kept in enqueue order until
+    # the queue has passed them: the pointer arrays handed to clEnqueueSVMFree (PoCL
+    # before 3.1 reads the array when the command runs, not when it is enqueued) and the
+    # private copies of asynchronous uploads (``upload``; the compiled core appends its
+    # own, src/native/core/fill.c).
+    # Entries are appended (never removed but from the front: a copy not enqueued after
+    # all becomes None), so ``let_go`` counts them from the first ever kept.
+    kept: list = field(default_factory=list)
+    kept_before: int = 0  # entries let go so far
 
-    def drained(self, count: int) -> None:
-        """The first ``count`` queued frees have run (a later blocking command completed)."""
+    def kept_mark(self) -> int:
+        """How many entries were ever kept: read before a blocking command is enqueued."""
         with self.lock:
-            del self.free_lists[:count]
+            return self.kept_before + len(self.kept)
+
+    def let_go(self, mark: int) -> None:
+        """The entries kept before ``mark`` (``kept_mark``) are read: a blocking command
+        enqueued after them completed.  Another thread's may have let some go already."""
+        with self.lock:
+            count = mark - self.kept_before
+            if count > 0:
+                del self.kept[:count]
+                self.kept_before = mark
 
 
 _ARG_CTYPES = {
@@ -545,7 +569,7 @@ class OpenCLBackend(_kernels.DeviceOps):
         # Freed after the work queued before it (clSVMFree would not wait for it).
         ptrs = (_vp * 1)(ptr)
         with state.lock:
-            state.free_lists.append(ptrs)
+            state.kept.append(ptrs)
             code = self._lib.clEnqueueSVMFree(state.q, 1, ptrs, None, None, 0, None, None)
         _check("clEnqueueSVMFree", code)
 
@@ -563,14 +587,13 @@ class OpenCLBackend(_kernels.DeviceOps):
         if nbytes == 0:
             return
         state = self._state(index)
-        with state.lock:
-            queued = len(state.free_lists)
+        mark = state.kept_mark()
         code = self._lib.clEnqueueSVMMemcpy(
             state.q, CL_TRUE if wait else CL_FALSE, dst, src, nbytes, 0, None, None
         )
         _check("clEnqueueSVMMemcpy", code)
         if wait:  # an in-order queue has run everything before this copy
-            state.drained(queued)
+            state.let_go(mark)
 
     def memcpy(self, index: int, dst: int, src: int, nbytes: int) -> None:
         dst_dev, src_dev = self._owner(dst), self._owner(src)
@@ -586,6 +609,39 @@ class OpenCLBackend(_kernels.DeviceOps):
             return
         # Memory we did not allocate may be reused by its owner as soon as we return.
         self._copy(index, dst, src, nbytes, wait=dst_dev is None or src_dev is None)
+
+    def upload(self, index: int, dst: int, src: np.ndarray) -> None:
+        """Host data into device memory: small data without waiting, through a private
+        copy the queue reads later (``_STAGED_MAX``, ``_KEPT_MAX``), else blocking."""
+        state = self._state(index)
+        if src.nbytes > _STAGED_MAX or len(state.kept) >= _KEPT_MAX or src.nbytes == 0:
+            super().upload(index, dst, src)  # blocking: the kept buffers go too
+            return
+        staged = np.ascontiguousarray(src).tobytes()  # a private copy, whatever src is
+        with state.lock:
+            state.kept.append(staged)
+            code = self._lib.clEnqueueSVMMemcpy(state.q, CL_FALSE, dst, staged, len(staged), 0,
+                                                None, None)
+            if code:  # not enqueued: nothing reads the copy (the entry stays, for the count)
+                state.kept[next(i for i in range(len(state.kept) - 1, -1, -1)
+                                if state.kept[i] is staged)] = None
+        _check("clEnqueueSVMMemcpy", code)
+        if self._hints[index] != "cpu":
+            _check("clFlush", self._lib.clFlush(state.q))
+
+    def writer_handles(self, index: int) -> dict:
+        """What the compiled creation functions need to write new memory of the device
+        without Python (``_core.Writer``'s arguments, src/native/core/fill.c): the queue,
+        the addresses of ``clEnqueueSVMMemFill``, ``clEnqueueSVMMemcpy`` and ``clFlush`` (0:
+        none, as for kernels), the device state with the back-end's state table and the
+        device index, by which the core sees a reset, and where and how much small host
+        data it stages as ``upload`` does."""
+        state, lib = self._state(index), self._lib
+        return {"mode": "opencl", "queue": state.q, "fill": _address(lib.clEnqueueSVMMemFill),
+                "copy": _address(lib.clEnqueueSVMMemcpy),
+                "flush": 0 if self._hints[index] == "cpu" else _address(lib.clFlush),
+                "state": state, "states": self._states, "index": index, "kept": state.kept,
+                "max_staged": _STAGED_MAX, "max_kept": _KEPT_MAX}
 
     # kernels ------------------------------------------------------------------
     def _kernel(
@@ -835,10 +891,9 @@ class OpenCLBackend(_kernels.DeviceOps):
     def synchronize(self, index: int) -> None:
         state = self._states.get(index)
         if state is not None:
-            with state.lock:
-                queued = len(state.free_lists)
+            mark = state.kept_mark()
             _check("clFinish", self._lib.clFinish(state.q))
-            state.drained(queued)
+            state.let_go(mark)
 
     def reset(self, index: int) -> None:
         with self._lock:

@@ -4,7 +4,9 @@
  * empty() resolves the device, shape and dtype (remembering the last answers in
  * ga_memo, defined here), new_array() computes the strides and the size, and the
  * storage comes from the current cache, else the device's pool; anything unusual
- * (zero size, recording, sizes past 2**63, foreign managers) goes to Python.
+ * (zero size, recording, sizes past 2**63, foreign managers) goes to Python.  The
+ * resolvers of empty()'s arguments (ga_resolve_device, _shape, _dtype) serve fill.c's
+ * creation functions too.
  *
  * May call: storage.c (ga_storage_claim, ga_storage_give_back), array.c
  * (ga_array_make), pool.c (ga_pool_new_storage), cache.c (ga_cache_storage).
@@ -154,7 +156,7 @@ PyObject *ga_core_new_array(PyObject *mod, PyObject *const *args, Py_ssize_t nar
 }
 
 /* The device an allocation goes to: `device`, else the current one, else the default. */
-static PyObject *resolve_device(PyObject *device)
+PyObject *ga_resolve_device(PyObject *device)
 {
     if (device != Py_None) {
         if ((PyObject *)Py_TYPE(device) == ga_device_type)
@@ -173,7 +175,7 @@ static PyObject *resolve_device(PyObject *device)
 }
 
 /* The shape as a tuple of non-negative ints (layout.normalize_shape unless trivial). */
-static PyObject *resolve_shape(PyObject *shape)
+PyObject *ga_resolve_shape(PyObject *shape)
 {
     if (PyLong_CheckExact(shape)) {
         Py_ssize_t n = PyLong_AsSsize_t(shape);
@@ -196,7 +198,7 @@ static PyObject *resolve_shape(PyObject *shape)
 }
 
 /* The device's checked dtype for `dtype` (its cache, else Device.dtype_of). */
-static PyObject *resolve_dtype(PyObject *dev, PyObject *dtype)
+PyObject *ga_resolve_dtype(PyObject *dev, PyObject *dtype)
 {
     if (dev == ga_memo.dev && dtype == ga_memo.dtype_arg)
         return Py_NewRef(ga_memo.dt);
@@ -256,11 +258,11 @@ PyObject *ga_core_empty(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     }
     if (dtype == NULL)
         dtype = ga_float64;
-    PyObject *dev = resolve_device(device);
+    PyObject *dev = ga_resolve_device(device);
     if (dev == NULL)
         return NULL;
-    PyObject *dims = resolve_shape(shape);
-    PyObject *dt = dims ? resolve_dtype(dev, dtype) : NULL;
+    PyObject *dims = ga_resolve_shape(shape);
+    PyObject *dt = dims ? ga_resolve_dtype(dev, dtype) : NULL;
     PyObject *a = NULL;
     if (dt != NULL) {
         PyObject *call[4] = {dims, dt, dev, kind};

@@ -14,6 +14,9 @@
  *   apply     the elementwise hot path: check, type (remembered), allocate, run the
  *             cpu engine (NumPy on remembered views) or call the device engine;
  *   Launch    a generated kernel's enqueue on an OpenCL device, arguments and all.
+ *   Filler    zeros, ones, full, the _like functions; the uploads of asarray, arange,
+ *   Uploader  linspace, eye: allocate and write the new array in one call (a memset, a
+ *   Writer    pattern, a memcpy on cpu; one asynchronous enqueue on OpenCL).
  * Everything else -- the ladder, trim, statistics, resets, errors -- stays in
  * Python, in the subclasses (storage.Storage, array.GPUArray, pool.MemoryManager,
  * cache.AllocCache); the slow paths here call back into them.  The design is
@@ -34,6 +37,9 @@
  *                                                      alloc.c, array.c, gate.c, launch.c
  *   launch.c   ClKernel, Launch, DeviceEngine: generated kernels enqueued on OpenCL
  *              devices from C                          compute.c
+ *   fill.c     Writer, Filler, Uploader: creation functions written from C
+ *                                                      alloc.c, array.c, gate.c, working.c,
+ *                                                      compute.c (ga_array_address)
  *   module.c   the module, configure(), init; defines the globals declared here
  * storage.c and pool.c/cache.c call each other on purpose: a storage gives its memory
  * back to its home, and a home makes its storages.
@@ -359,6 +365,17 @@ int ga_launch_init(PyObject *m);
 PyObject *ga_core_new_array(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ga_core_empty(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames);
+/* empty()'s arguments resolved (new references): the device (`device`, else the current
+ * one, else the default), the shape as a tuple of non-negative ints, the device's checked
+ * dtype for `dtype` (None: its default floating type). */
+PyObject *ga_resolve_device(PyObject *device);
+PyObject *ga_resolve_shape(PyObject *shape);
+PyObject *ga_resolve_dtype(PyObject *dev, PyObject *dtype);
+
+/* ---------------------------------------------------------------- fill.c */
+
+extern PyTypeObject ga_WriterType, ga_FillerType, ga_UploaderType;
+int ga_fill_init(void);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -3,7 +3,7 @@
  * of the globals core.h declares (all but ga_memo, which alloc.c defines).
  *
  * May call: every other core file (the types, ga_core_make, ga_core_new_array,
- * ga_core_empty).
+ * ga_core_empty, the init functions).
  */
 #include "core.h"
 
@@ -200,9 +200,10 @@ PyMODINIT_FUNC PyInit__core(void)
         return NULL;
     PyTypeObject *types[] = {&ga_LockType, &ga_StateType, &ga_EpochType, &ga_StorageType,
                              &ga_ArrayType, &ga_PoolType, &ga_CacheType, &ga_GateType,
-                             &ga_PlanType, &ga_WorkingType};
+                             &ga_PlanType, &ga_WorkingType, &ga_WriterType, &ga_FillerType,
+                             &ga_UploaderType};
     const char *names[] = {"Lock", "State", "Epoch", "Storage", "Array", "Pool", "Cache",
-                           "Gate", "Plan", "Working"};
+                           "Gate", "Plan", "Working", "Writer", "Filler", "Uploader"};
     PyObject *m = PyModule_Create(&core_module);
     if (m == NULL)
         return NULL;
@@ -211,7 +212,8 @@ PyMODINIT_FUNC PyInit__core(void)
                                                                 (PyObject *)types[i]) < 0)
             goto fail;
     }
-    if (ga_gate_init() < 0 || ga_working_init() < 0 || ga_compute_init(m) < 0 || ga_launch_init(m) < 0)
+    if (ga_gate_init() < 0 || ga_working_init() < 0 || ga_compute_init(m) < 0
+            || ga_launch_init(m) < 0 || ga_fill_init() < 0)
         goto fail;
     ga_state = PyObject_New(StateObject, &ga_StateType);
     if (ga_state == NULL)
