@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 
+from .. import _core
 from .._common.raw import extent, ndarray_at
 from ..backends.base import RawView
 from .layout import broadcast_strides
@@ -36,15 +37,11 @@ def _gated(fn):
 
     @functools.wraps(fn)
     def gated(a, *args):
-        with a._storage.device.gate:  # inside it, so a reset never counts these holds
-            held = [x._storage for x in (a, *args) if isinstance(x, ArrayBase)]
-            for st in held:
-                st._hold()
-            try:
-                return fn(a, *args)  # checks liveness after the holds are taken
-            finally:
-                for st in held:
-                    st._unhold()
+        # the compute layer's block (src/native/core/working.c): holds taken inside the
+        # gate, so a reset never counts them, and liveness checked after them
+        with _core.Working(a._storage.device.gate,
+                           *(x for x in (a, *args) if isinstance(x, ArrayBase))):
+            return fn(a, *args)
 
     return gated
 
