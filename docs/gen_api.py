@@ -41,7 +41,8 @@ SECTIONS = (
     ("Statistics, limits and history", ["memory_stats", "memory_status",
                                         "reset_peak_memory_stats", "record_allocations", "trim",
                                         "set_memory_limit", "parse_size", "memory_history"]),
-    ("Device lifecycle", ["device_reset", "register_reset_hook"]),
+    ("Device lifecycle", ["device_reset", "register_reset_hook", "clear_kernel_cache"]),
+    ("Fused functions", ["fuse"]),  # docs/fusion.md
     ("Array API namespace: data types", [
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
         "float32", "float64", "complex64", "complex128",

@@ -20,6 +20,14 @@ import gpuarrays as ga
 # scikit-learn's array_api_dispatch needs it; set here, before any test module imports SciPy.
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
+# The disk cache of compiled kernels (docs/kernels.md, "Kernel caches") is off for the session,
+# whatever the environment says, and child processes inherit that: no entry of an earlier run
+# can hide a compiler problem or make a test depend on what ran before.  Off rather than a
+# fresh folder: saving a PoCL binary compiles its generic work-group functions, which cost
+# tests/test_kernels.py 65 s more (454 programs) with CI's fresh POCL_CACHE_DIR.
+# tests/test_kernel_cache_opencl.py tests the cache in folders of its own.
+os.environ["GPUARRAYS_KERNEL_CACHE"] = "off"
+
 # GPUARRAYS_TEST_BACKENDS=cpu (a comma-separated list) keeps the device suite to those
 # back-ends: the sanitizer step (.ci/sanitize) runs on cpu:0 only.
 _BACKENDS = [b for b in os.environ.get("GPUARRAYS_TEST_BACKENDS", "").split(",") if b]

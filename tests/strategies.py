@@ -33,7 +33,8 @@ SETTINGS = settings(max_examples=_EXAMPLES or 40, deadline=None, derandomize=not
 
 
 def supported(device: ga.Device, dtypes=ALL_DTYPES) -> list[np.dtype]:
-    """The dtypes of ``dtypes`` that ``device`` can hold (opencl may lack float16/64)."""
+    """The dtypes of ``dtypes`` that ``device`` can hold (an OpenCL device may lack float64;
+    every device holds and computes float16)."""
     return [dt for dt in dtypes if device.supports(dt)]
 
 

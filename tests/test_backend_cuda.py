@@ -485,6 +485,25 @@ def test_strided_byte_copy_matches_numpy(host, dtype):
     assert dst_base[..., 0].tobytes() == bytes(dst.nbytes)
 
 
+@pytest.mark.parametrize("dtype", ["u1", "f4", "c16"])
+def test_rows_byte_copy_matches_numpy(host, dtype):
+    """copy_rows (last strides the item size; one-thread blocks, so each row is its extent
+    of blocks): a slice of a 3-d array into a reversed slice of another."""
+    dt = np.dtype(dtype)
+    src_base = np.arange(4 * 5 * 70 * dt.itemsize, dtype=np.uint8).view(dt).reshape(4, 5, 70)
+    src = src_base[:, 1:, 3:]
+    dst_base = np.zeros((4, 6, 68), dt)
+    dst = dst_base[::-1, 2:, 1:]
+    plan = _kernels.plan_copy(_raw(dst), _raw(src), "host")
+    assert plan.how == "rows"
+    args = [ctypes.c_uint64(dst.ctypes.data), ctypes.c_uint64(src.ctypes.data),
+            cuda._layout(plan.shape, plan.dst_strides, plan.src_strides),
+            ctypes.c_int32(len(plan.shape)), ctypes.c_int64(_kernels.rows_items(plan.n, plan.shape[-1], 1))]
+    host.launch(cuda.bytes_source(dt.itemsize, plan.word), "copy_rows", args)
+    assert dst.tobytes() == np.ascontiguousarray(src).tobytes()
+    assert dst_base[:, :2].tobytes() == bytes(dst_base[:, :2].nbytes)
+
+
 @pytest.mark.parametrize(("dtype", "value"), [("f8", 2.5), ("c8", 1 - 2j), ("u2", 7),
                                               ([("a", "i8"), ("b", "u1")], (3, 4)),
                                               ("V3000", None)])

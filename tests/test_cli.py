@@ -177,7 +177,8 @@ def test_pipeline_buffer_names_cover_every_allocation(device):
 JSON_KEYS = {"device", "device_name", "settings", "python", "platform", "versions", "command",
              "unavailable", "seconds", "results", "targets"}
 GROUPS = {"derive", "alloc", "cache", "fragmentation", "dlpack", "copy", "workload", "random",
-          "reduce", "compute", "compute bandwidth", "pool-trace", "linalg", "sort", "programs"}
+          "reduce", "compute", "compute bandwidth", "pool-trace", "linalg", "sort", "programs",
+          "elementwise", "fusion"}
 PROGRAMS = ["least squares", "MLP training", "2-D stencil", "Monte-Carlo",
             "image filter + histogram", "k-NN"]
 
@@ -459,6 +460,30 @@ def test_info_without_optional_libraries(tmp_path):
     proc = _run_without(NO_PLOT + NO_TORCH, ["info"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "cpu:0" in proc.stdout
+
+
+# Regression: the compute layer imported the OpenCL back-end's module to install the disk
+# cache, so with that module unimportable (no device back-end: the sanitizer run of CI) the
+# whole package failed to import.  Only NumPy is required.
+NO_DEVICE_BACKENDS = ("gpuarrays.backends.opencl", "gpuarrays.backends.cuda", "pyopencl",
+                      "cuda", "cuda.bindings")
+
+
+def test_cpu_works_with_no_device_back_end_importable(tmp_path):
+    proc = _run_without(NO_DEVICE_BACKENDS, ["demo", "--device", "cpu:0", "--iterations", "1"],
+                        tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    code = ("import sys\n"
+            + "".join(f"sys.modules[{name!r}] = None\n" for name in NO_DEVICE_BACKENDS)
+            + "import numpy as np, gpuarrays as ga\n"
+            "f = ga.fuse(lambda x, y: ga.sum(x * y + 1.0))\n"
+            "x = ga.asarray(np.arange(5.0))\n"
+            "print([str(d) for d in ga.devices()], float(f(x, x)))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src")] + [p for p in sys.path if p]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["['cpu:0']", "35.0"]
 
 
 @pytest.mark.parametrize("command", ["", "info", "demo", "bench", "plot"])

@@ -96,6 +96,26 @@ def test_alternating_layouts_and_operands_keep_their_own_arguments(cl_device):
             assert _bits(v * 3.0) == _bits(_python_engine("multiply", (v, 3.0)))
 
 
+def test_forgetting_the_launchers_plans_keeps_one_argument_memory_per_kernel(cl_device):
+    """``launcher.clear()`` (plans and kernel handles forgotten) while an engine still holds
+    a launch of a kernel, then a new layout of the same kernel, then the old layout again:
+    each call reads and writes its own arrays.  (A second ClKernel for the same cl_kernel
+    once skipped the old layout's addresses as already set, and ``a + 1`` wrote ``c + 2``'s
+    values into its result.)"""
+    from gpuarrays._compute.device import launcher
+
+    a = ga.asarray(np.arange(8, dtype=np.float32), device=cl_device)
+    c = ga.asarray(np.arange(10, dtype=np.float32) * 10, device=cl_device)
+    for _ in range(3):
+        ra = a + 1.0
+    launcher.clear()
+    for _ in range(3):
+        rc = c + 2.0  # a layout the engine has not met: a new launch of the same kernel
+        ra = a + 1.0  # the launch made before clear()
+    np.testing.assert_array_equal(ra.get(), np.arange(8, dtype=np.float32) + 1)
+    np.testing.assert_array_equal(rc.get(), np.arange(10, dtype=np.float32) * 10 + 2)
+
+
 def test_launches_survive_a_device_reset(cl_device):
     x = np.linspace(-3, 3, 101, dtype=np.float32)
     a = ga.asarray(x, device=cl_device)
@@ -120,8 +140,11 @@ def test_threads_launching_the_same_kernel_get_their_own_values(cl_device):
     from gpuarrays._compute.device import launcher
 
     arrays = [ga.asarray(np.full(509 + k, k, np.float32), device=cl_device) for k in range(6)]
-    launcher._cl_kernels.clear()  # every thread's first call makes its launch
-    dispatch.PLANS[OPS["add"]].forget()
+    # every thread's first call makes its launch; no engine keeps a launch of the ClKernels
+    # forgotten (a second ClKernel of a cl_kernel in use would skip values it did not set)
+    for p in dispatch.PLANS.values():
+        p.forget()
+    launcher._cl_kernels.clear()
     start = threading.Barrier(len(arrays))
     errors = []
 
@@ -282,7 +305,8 @@ def test_an_opencl_error_in_a_compiled_launch_hands_the_call_to_the_python_engin
             np.testing.assert_array_equal(r.get(), host + 1)
         del results, r
         assert ga.memory_stats(cl_device)["used_bytes"] == used
-    finally:  # no engine keeps the wrapper's ClKernel
+    finally:  # no engine keeps the wrapper's ClKernel, and neither does the launcher
         for p in plans:
             p.forget()
-        launcher.clear()
+        with launcher._lock:
+            del launcher._cl_kernels[kernel]

@@ -164,15 +164,16 @@ def test_numpy_ufuncs_the_namespace_lacks_raise_type_error(device):
     # NumPy 2.4 leaks the operand of a ufunc.reduce whose __array_ufunc__ returns
     # NotImplemented (a reference it never drops): checked on a zero-size array, which holds
     # no pool memory, so the leak cannot pin a block that later pool tests expect back.
+    # (ufunc methods and keywords on gpuarrays operands run: tests/test_numpy_ufuncs.py)
     with pytest.raises(TypeError):
-        np.subtract.reduce(ga.ones(0, dtype="float32", device=device))
+        np.subtract.reduce(ga.ones(0, dtype="float32", device=device), out=np.empty(()))
     a = ga.ones(4, dtype="float32", device=device)
     with pytest.raises(TypeError):
-        np.add.outer(a, a)
+        np.add.outer(a, np.ones(2))
     with pytest.raises(TypeError):
-        np.add.at(a, [0], 1)
+        np.add.at(a, [0], np.ones(1))
     with pytest.raises(TypeError):
-        np.degrees(a)
+        np.isnat(a)
     with pytest.raises(TypeError):
         np.add(a, 1, where=np.array([True, False, True, False]))
     with pytest.raises(TypeError):

@@ -19,6 +19,10 @@ def _compute_classes(op) -> frozenset[str]:
     k = ex.value_arg(op.name)
     for dt in op.accepts:
         keys = (np.dtype(bool), dt, dt) if op.name == "where" else (dt,) * op.nin
+        if op.name == "ldexp":  # the exponent is an integer (NumPy's loops)
+            if dt == np.uint64:
+                continue  # np.ldexp refuses it, as every other operand dtype but ints and bool
+            keys = (dt, np.dtype("int32"))
         args, _ = resolve(op, keys)
         found.add(ex.dtype_class(args[k]))
     return frozenset(found)

@@ -495,8 +495,10 @@ def test_complex_to_real_copy_warns_on_every_backend(device):
     with pytest.warns(ComplexWarning) as rec:
         r[...] = c
     assert rec[0].filename == __file__  # points at the caller
-    with pytest.warns(ComplexWarning):
+    with pytest.raises(TypeError, match="same_kind"):  # copyto's default casting, as NumPy
         ga.copyto(r, c)
+    with pytest.warns(ComplexWarning):
+        ga.copyto(r, c, casting="unsafe")
     with pytest.warns(ComplexWarning) as rec:
         out = c.astype("i8")
     assert rec[0].filename == __file__

@@ -2,8 +2,9 @@
 
 xarray probes its data (``hasattr(x, "imag")`` after reductions, ``result_type`` with
 ``np.float64(nan)``); these tests hold the fixes in place (docs/decisions.md, "Duck
-typing").  xarray's default skip-NaN reductions call ``np.nanmean`` and friends, which
-gpuarrays does not implement yet: the tests use ``skipna=False``.
+typing").  The data hold a NaN: xarray's default skip-NaN reductions call ``np.nanmean``,
+``np.nanmax``, ``np.nancumsum`` ... on the data, which run on the device (docs/numpy.md);
+``skipna=False`` takes the plain reductions.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ xr = pytest.importorskip("xarray", reason="xarray is in the test extra")
 def _pair(device):
     host = np.arange(12.0).reshape(3, 4)
     host[1, 2] = 9.5
+    host[2, 1] = np.nan
     coords = {"x": [10, 20, 30, 40]}
     on_device = xr.DataArray(ga.asarray(host, device=device), dims=("y", "x"), coords=coords)
     on_host = xr.DataArray(host, dims=("y", "x"), coords=coords)
@@ -37,6 +39,17 @@ CASES = {
     "mean-skipna-false": lambda d: d.mean(skipna=False),
     "mean-y-skipna-false": lambda d: d.mean("y", skipna=False),
     "max-skipna-false": lambda d: d.max(skipna=False),
+    "mean": lambda d: d.mean(),
+    "mean-y": lambda d: d.mean("y"),
+    "max-x": lambda d: d.max("x"),
+    "min": lambda d: d.min(),
+    "std-ddof": lambda d: d.std("y", ddof=1),
+    "var": lambda d: d.var(),
+    "sum-skipna": lambda d: d.sum("y", skipna=True),
+    "prod-x": lambda d: d.prod("x"),
+    "median-x": lambda d: d.median("x"),
+    "cumsum-x": lambda d: d.cumsum("x"),
+    "argmin-y": lambda d: d.argmin("y"),
     "any": lambda d: (d > 5).any(),
     "any-y": lambda d: (d > 5).any("y"),
     "all": lambda d: (d > 0).all(),

@@ -57,6 +57,8 @@ from ._compute.creation import (
     zeros,
     zeros_like,
 )
+from ._compute.device.diskcache import clear_kernel_cache  # docs/kernels.md, "Kernel caches"
+from ._compute.fusion.fuse import fuse  # whole expressions in one kernel (docs/fusion.md)
 from ._compute.indexing import nonzero, take, take_along_axis  # indexing (docs/indexing.md)
 from ._compute.linalg import matmul, matrix_transpose, tensordot, vecdot  # docs/linalg.md
 from ._compute.manipulation import (
@@ -95,6 +97,10 @@ from ._compute.statistical import (
     var,
 )
 from ._compute.utility import all, any, diff
+
+# NumPy's functions beyond the standard (docs/numpy.md): one module per family
+from ._compute.numpy_api import *  # noqa: F403
+from ._compute.numpy_api import __all__ as _numpy_names
 from ._memory.cache import AllocCache, cached, uncached
 from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
 from ._memory.history import memory_history
@@ -110,6 +116,8 @@ from ._memory.stats import (
 )
 from ._memory.storage import Storage
 from .backends.base import PointerInfo
+from .linalg._polynomial import *  # noqa: F403 -- poly, polyval, roots ... (docs/numpy.md)
+from .linalg._polynomial import __all__ as _polynomial_names
 
 # --- end creation and manipulation ---
 
@@ -147,6 +155,10 @@ __all__ += ["take", "take_along_axis", "nonzero"]
 # sorting, searching and sets (docs/sorting.md) -- sorting engineer's block
 __all__ += ["sort", "argsort", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
             "unique_values", "isin"]
+# NumPy's functions beyond the standard (docs/numpy.md)
+__all__ += [*_numpy_names, *_polynomial_names]
+__all__ += ["clear_kernel_cache"]  # the disk cache of compiled kernels (docs/kernels.md)
+__all__ += ["fuse"]  # fused functions (docs/fusion.md)
 
 _install_compute(sys.modules[__name__])  # operators and __array_namespace__ (docs/compute.md)
 

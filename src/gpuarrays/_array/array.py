@@ -356,16 +356,42 @@ class GPUArray(_core.Array):
         return self._from_engine(self._engine().squeeze(axis))
 
     def ravel(self, order: str = "C") -> GPUArray:
-        """A 1-d view when NumPy's ``ravel`` gives one (C-contiguous), else a copy."""
-        if order != "C":
-            return self.reshape(-1, order=order)
+        """A 1-d view when NumPy's ``ravel`` gives one (C-contiguous for ``"C"``,
+        Fortran-contiguous for ``"F"``), else a copy.  ``"A"`` and ``"K"`` read Fortran
+        order for a Fortran-contiguous array, C order otherwise."""
+        order = self._memory_order(order, "ravel")
+        if order == "F" and len(self._shape) > 1:
+            t = self.T
+            try:
+                return t.ravel()  # a view of t's storage, or a copy: never t itself
+            finally:
+                t.free()
         if self._is_c():
             return self.reshape(self.size)
         return self.copy().reshape(self.size)
 
-    def flatten(self) -> GPUArray:
-        """A 1-d copy, always new storage (as NumPy)."""
+    def flatten(self, order: str = "C") -> GPUArray:
+        """A 1-d copy, always new storage (as NumPy); ``order`` as in :meth:`ravel`."""
+        if self._memory_order(order, "flatten") == "F" and len(self._shape) > 1:
+            t = self.T
+            try:
+                return t.flatten()
+            finally:
+                t.free()
         return self.copy().reshape(self.size)
+
+    def _memory_order(self, order, what: str) -> str:
+        """``"C"`` or ``"F"`` for NumPy's ``order`` argument (``"A"``/``"K"``: ``"F"`` for a
+        Fortran-contiguous array that is not C-contiguous)."""
+        if order is None:
+            order = "K"
+        if order not in ("C", "F", "A", "K"):
+            raise ValueError(f"{what}(): order must be one of 'C', 'F', 'A' or 'K', got "
+                             f"{order!r}")
+        if order in ("A", "K"):
+            f = is_f_contiguous(self._shape, self._strides, self._dtype.itemsize)
+            return "F" if f and not self._is_c() else "C"
+        return order
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> GPUArray:
         """Read-only strided view of a diagonal, as NumPy."""
@@ -377,6 +403,15 @@ class GPUArray(_core.Array):
             return self.view()
         return self._from_engine(self._engine().real)
 
+    @real.setter
+    def real(self, value) -> None:
+        """``a.real = v``: writes the real parts (the whole array of a real array)."""
+        part = self.real
+        try:
+            part[...] = value
+        finally:
+            part.free()
+
     @property
     def imag(self) -> GPUArray:
         """The imaginary part: a view of a complex array.  Of a real array, NumPy's answer:
@@ -386,6 +421,19 @@ class GPUArray(_core.Array):
         if self._dtype.kind != "c":
             return self._zeros_view()
         return self._from_engine(self._engine().imag)
+
+    @imag.setter
+    def imag(self, value) -> None:
+        """``a.imag = v``: writes the imaginary parts of a complex array; a real array has
+        none to set (``TypeError``, as NumPy)."""
+        if self._dtype.kind != "c":
+            raise TypeError(f"array does not have imaginary part to set (a {self._dtype} "
+                            f"array); convert it first with astype(ga.complex64)")
+        part = self._from_engine(self._engine().imag)
+        try:
+            part[...] = value
+        finally:
+            part.free()
 
     def _zeros_view(self) -> GPUArray:
         st = self._live()
@@ -427,6 +475,10 @@ class GPUArray(_core.Array):
         finally:
             target.free()
 
+    def __delitem__(self, key) -> None:
+        raise ValueError("cannot delete array elements (NumPy neither); make a new array "
+                         "without them, e.g. ga.delete(a, index) or a[mask]")
+
     def fill(self, value) -> None:
         """Set every element to ``value`` (converted like NumPy)."""
         if not self._writeable:
@@ -434,21 +486,39 @@ class GPUArray(_core.Array):
         transfer.assign(self, value)
 
     def copy(self, order: str = "C") -> GPUArray:
-        """A copy in new, C-contiguous storage (Fortran with ``order='F'``)."""
+        """A copy in new, C-contiguous storage (Fortran with ``order='F'``, and with
+        ``"A"``/``"K"`` for a Fortran-contiguous array that is not C-contiguous)."""
+        if order != "C" and order != "F":
+            order = self._memory_order(order, "copy")
         return transfer.copy(self, self._dtype, order)
 
-    def astype(self, dtype, copy: bool = True) -> GPUArray:
-        """Convert to ``dtype`` (NumPy's casting); ``copy=False`` may return ``self``.
-        ``copy`` is a bool (``TypeError`` otherwise, e.g. for ``"maybe"``)."""
+    def astype(self, dtype, order: str = "K", casting: str = "unsafe", subok: bool = True,
+               copy: bool = True) -> GPUArray:
+        """Convert to ``dtype`` (NumPy's conversions); ``copy=False`` may return ``self``.
+
+        ``casting`` is NumPy's rule (``TypeError`` when it refuses the conversion);
+        ``order`` is the copy's layout (``"K"``/``"A"``: Fortran for a Fortran-contiguous
+        array, else C); ``subok`` changes nothing (there are no subclasses).  ``copy``
+        is a bool (``TypeError`` otherwise, e.g. for ``"maybe"``)."""
         if copy is not True and copy is not False and type(copy) is not np.bool_:
             raise TypeError(f"astype(): copy must be True or False, got {copy!r}; False "
                             f"returns the array itself when the dtype does not change")
         dt = normalize_dtype(dtype)
-        if not copy and dt == self._dtype:
-            self._live()
+        if casting != "unsafe":
+            if casting not in ("no", "equiv", "safe", "same_kind"):
+                raise ValueError(f"astype(): casting must be one of 'no', 'equiv', 'safe', "
+                                 f"'same_kind' or 'unsafe', got {casting!r}")
+            if not np.can_cast(self._dtype, dt, casting):
+                raise TypeError(f"Cannot cast array data from {self._dtype!r} to {dt!r} "
+                                f"according to the rule {casting!r}; pass casting='unsafe'")
+        layout = "C" if order == "K" and self._contig else self._memory_order(order, "astype")
+        if not copy and dt == self._dtype and (
+                order == "K" or (layout == "C" and self._is_c())
+                or (layout == "F" and self.flags.f_contiguous)):
+            self._live()  # any layout is order "K"'s; "A": C or Fortran contiguous
             return self
         self._storage.device.require(dt)
-        return transfer.copy(self, dt, "C")
+        return transfer.copy(self, dt, layout)
 
     def get(self, out: np.ndarray | None = None) -> np.ndarray:
         """Copy to a new NumPy array, or into ``out`` (same shape)."""
@@ -457,12 +527,149 @@ class GPUArray(_core.Array):
     def tolist(self):
         return self.get().tolist()
 
-    def item(self):
-        """The single element as a Python scalar (size-1 arrays)."""
-        if self.size != 1:
-            raise ValueError(f"can only convert an array of size 1 to a Python scalar, "
-                             f"this one has shape {self._shape}")
-        return self.get().item()
+    def item(self, *args):
+        """An element as a Python scalar, as NumPy: ``a.item()`` (size-1 arrays),
+        ``a.item(i)`` (flat index, C order) or ``a.item(i, j, ...)`` (one index per axis).
+        Copies that one element to the host."""
+        if len(args) == 1 and isinstance(args[0], tuple):
+            args = args[0]
+        if not args:
+            if self.size != 1:
+                raise ValueError(f"can only convert an array of size 1 to a Python scalar, "
+                                 f"this one has shape {self._shape}; pass an index "
+                                 f"(a.item(i) or a.item(i, j, ...))")
+            return self.get().item()
+        if len(args) == 1:
+            size = self.size
+            i = operator.index(args[0])
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for size {size}")
+            args = np.unravel_index(i % size, self._shape) if self._shape else ()
+        elif len(args) != len(self._shape):
+            raise ValueError(f"item(): incorrect number of indices for an array of shape "
+                             f"{self._shape}: {len(args)}; pass one per axis or one flat index")
+        with self[tuple(int(k) for k in args)] as element:
+            return element.get().item()
+
+    def tobytes(self, order: str = "C") -> bytes:
+        """The raw bytes, as NumPy's ``tobytes`` (copies the array to the host)."""
+        return self.get().tobytes(order)
+
+    def tofile(self, fid, sep: str = "", format: str = "%s") -> None:
+        """Write to a file as NumPy's ``tofile`` (copies the array to the host)."""
+        self.get().tofile(fid, sep, format)
+
+    def dumps(self) -> bytes:
+        """A pickle of the array (``pickle.loads`` restores it on a device)."""
+        import pickle
+
+        return pickle.dumps(self)
+
+    def dump(self, file) -> None:
+        """Pickle the array into ``file`` (a path or a binary file)."""
+        import pickle
+
+        if isinstance(file, (str, bytes)) or hasattr(file, "__fspath__"):
+            with open(file, "wb") as f:
+                pickle.dump(self, f)
+        else:
+            pickle.dump(self, file)
+
+    def __copy__(self) -> GPUArray:
+        return self.copy()
+
+    def __deepcopy__(self, memo) -> GPUArray:
+        return self.copy()
+
+    @classmethod
+    def __class_getitem__(cls, item):
+        import types
+
+        return types.GenericAlias(cls, item)
+
+    def getfield(self, dtype, offset: int = 0) -> GPUArray:
+        """A view of ``dtype`` at byte ``offset`` inside each element, as NumPy."""
+        dt = self._storage.device.dtype_of(dtype)
+        offset = operator.index(offset)
+        if offset < 0 or offset + dt.itemsize > self._dtype.itemsize:
+            raise ValueError(f"getfield(): {dt} at offset {offset} does not fit in the "
+                             f"{self._dtype.itemsize}-byte elements of this {self._dtype} "
+                             f"array; need offset >= 0 and offset + {dt.itemsize} <= "
+                             f"{self._dtype.itemsize}")
+        return self._derive(self._shape, self._strides, self._offset + offset, dt,
+                            self._writeable)
+
+    def byteswap(self, inplace: bool = False) -> GPUArray:
+        """The bytes of each element (of each part of a complex) reversed, as NumPy; on the
+        device by a reversed strided copy.  ``inplace=True`` writes them back and returns
+        ``self``."""
+        unit = self._dtype.itemsize // (2 if self._dtype.kind == "c" else 1)
+        if unit == 1 or not self.size:
+            result = self if inplace else self.copy()
+            return result
+        flat = self.flatten()
+        try:
+            raw = flat.view(np.uint8)
+            rows = raw.reshape(-1, unit)
+            flipped = rows[:, ::-1]
+            swapped = flipped.copy()
+            for t in (flipped, rows, raw):
+                t.free()
+            line = swapped.reshape(-1)
+            typed = line.view(self._dtype)
+            result = typed.reshape(self._shape)
+            for t in {id(x): x for x in (swapped, line, typed)}.values():
+                if t is not result:
+                    t.free()
+        finally:
+            flat.free()
+        if not inplace:
+            return result
+        try:
+            self[...] = result
+        finally:
+            result.free()
+        return self
+
+    @property
+    def base(self) -> GPUArray | None:
+        """``None`` for an array that is its storage's whole allocation as allocated (what
+        a factory or a copy returns), else an array over the whole storage (the bytes the
+        view looks into, as uint8, or in the view's dtype when it divides them).  Unlike
+        NumPy it is a new object each time, not the array the view was taken from: an
+        array keeps its storage, not the array it came from (docs/numpy.md)."""
+        st = self._live()
+        itemsize = self._dtype.itemsize
+        if (self._offset == 0 and self._writeable and self._is_c()
+                and math.prod(self._shape) * itemsize == st.nbytes):
+            return None
+        dt = self._dtype if st.nbytes % itemsize == 0 else np.dtype(np.uint8)
+        n = st.nbytes // dt.itemsize
+        return self._derive((n,), (dt.itemsize,), 0, dt, True, True)
+
+    @property
+    def flat(self) -> FlatIter:
+        """A flat (C-order) view for indexing: ``a.flat[i]``, ``a.flat[i:j]``,
+        ``a.flat[[i, j]]``, ``a.flat[...] = v``, ``len``, iteration; ``a.flat = v`` fills
+        (repeating ``v`` as NumPy does)."""
+        self._live()
+        return FlatIter(self)
+
+    @flat.setter
+    def flat(self, value) -> None:
+        FlatIter(self)[...] = value
+
+    def __divmod__(self, other):
+        q = _HOOKS.binary("floor_divide", self, other)
+        if q is NotImplemented:
+            return q
+        return q, _HOOKS.binary("remainder", self, other)
+
+    def __rdivmod__(self, other):
+        q = _HOOKS.reflected("floor_divide", self, other)
+        if q is NotImplemented:
+            return q
+        return q, _HOOKS.reflected("remainder", self, other)
 
     def __float__(self) -> float:
         return float(self.item())
@@ -664,6 +871,17 @@ class GPUArray(_core.Array):
     repeat = _HOOKS.method_of("repeat", "Each element repeated (``axis=None``: flattened).")
     take = _HOOKS.method_of("take", "Elements at ``indices`` (``axis=None``: flattened).")
     dot = _HOOKS.method_of("dot", "``np.dot(a, b)``: matmul for 1-d/2-d, else a tensordot.")
+    searchsorted = _HOOKS.method_of("searchsorted", "Where ``v`` would go in this sorted 1-d "
+                                    "array (``np.searchsorted``'s arguments).")
+    trace = _HOOKS.method_of("trace", "Sum along a diagonal (``np.trace``'s arguments).")
+    ptp = _HOOKS.method_of("ptp", "Maximum minus minimum over ``axis`` (CuPy's method).")
+    choose = _HOOKS.method_of("choose", "An array from ``choices`` picked by this index array.")
+    put = _HOOKS.method_of("put", "Write ``values`` at flat ``indices`` (in place).")
+    compress = _HOOKS.method_of("compress", "Elements where ``condition`` holds, along ``axis``.",
+                                first="a")
+    partition = _HOOKS.method_of("partition", "Partially sort in place around ``kth`` "
+                                 "(returns ``None``).")
+    argpartition = _HOOKS.method_of("argpartition", "Indices that partition around ``kth``.")
 
     def __array_namespace__(self, *, api_version: str | None = None):
         """The ``gpuarrays`` module (array API 2023.12 to 2025.12; ``ValueError`` otherwise)."""
@@ -748,6 +966,127 @@ class GPUArray(_core.Array):
         if self.ndim == 0 and spec:
             return format(self.item(), spec)
         return str(self) if not spec else format(str(self), spec)
+
+
+class FlatIter:
+    """``a.flat``: a C-order flat view of ``a`` for indexing and assignment (NumPy's
+    ``flatiter`` with gpuarrays' rules: ``a.flat[i]`` is a 0-d array, not a scalar).
+    Integer indices address the element in place; other keys index ``a.ravel()`` (a view
+    when ``a`` is C-contiguous, else a copy) and write back through ``a[...]``."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: GPUArray) -> None:
+        self.base = base
+
+    def __len__(self) -> int:
+        return self.base.size
+
+    def __iter__(self):
+        a = self.base
+        for i in range(a.size):
+            yield a[np.unravel_index(i, a._shape)] if a._shape else a[...]
+
+    def _element(self, key):
+        """The in-place index tuple of an integer ``key``, or None for other keys."""
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
+            return None
+        size = self.base.size
+        i = int(key)
+        if not -size <= i < size:
+            raise IndexError(f"index {i} is out of bounds for a flat iterator of size {size}")
+        return tuple(int(k) for k in np.unravel_index(i % size, self.base._shape))
+
+    def __getitem__(self, key) -> GPUArray:
+        a = self.base
+        at = self._element(key)
+        if at is not None:
+            return a[at] if at else a[...]
+        if isinstance(key, tuple) and len(key) == 1:
+            key = key[0]
+        line = a.ravel()
+        try:
+            return line[key]
+        finally:
+            if line is not a:
+                line.free()
+
+    def __setitem__(self, key, value) -> None:
+        a = self.base
+        if not a._writeable:
+            raise ValueError("assignment destination is read-only")
+        at = self._element(key)
+        if at is not None:
+            a[at if at else ...] = value
+            return
+        if isinstance(key, tuple) and len(key) == 1:
+            key = key[0]
+        if key is Ellipsis or (type(key) is slice and key == slice(None)):
+            _fill_flat(a, value)
+            return
+        if a._is_c():
+            line = a.reshape(a.size)
+            try:
+                line[key] = value
+            finally:
+                if line is not a:
+                    line.free()
+            return
+        line = a.flatten()
+        try:
+            line[key] = value
+            a[...] = line.reshape(a._shape)  # (a view of line: freed with it)
+        finally:
+            line.free()
+
+    def copy(self) -> GPUArray:
+        return self.base.flatten()
+
+    def __repr__(self) -> str:
+        return f"<GPUArray.flat of shape {self.base._shape}, dtype={self.base._dtype}>"
+
+
+def _fill_flat(a: GPUArray, value) -> None:
+    """``a.flat = value``: NumPy repeats ``value``'s elements (C order) to fill ``a``."""
+    n = a.size
+    if not isinstance(value, GPUArray):
+        host = np.asarray(value)
+        if host.size == 0 or n == 0:
+            return
+        if host.size == 1:
+            a[...] = host.reshape(())
+        else:  # host data the caller gave, repeated (np.resize) and uploaded
+            a[...] = np.resize(host, a._shape)
+        return
+    m = value.size
+    if m == 0 or n == 0:
+        return
+    line = value.ravel()
+    temps = [line] if line is not value else []
+    try:
+        if m == 1:
+            a[...] = line[0]
+            return
+        if m >= n:
+            head = line[:n]
+            temps.append(head)
+            shaped = head.reshape(a._shape)
+            if shaped is not head:
+                temps.append(shaped)
+            a[...] = shaped
+            return
+        ns = _HOOKS.namespace(None)
+        index = ns.remainder(ns.arange(n, device=a.device), m)
+        temps.append(index)
+        picked = ns.take(line, index)
+        temps.append(picked)
+        shaped = picked.reshape(a._shape)
+        if shaped is not picked:
+            temps.append(shaped)
+        a[...] = shaped
+    finally:
+        for t in temps:
+            t.free()
 
 
 def _resolve_shape(shape, size: int) -> tuple[int, ...] | None:

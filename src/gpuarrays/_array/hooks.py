@@ -48,9 +48,11 @@ class Hooks:
         for slot in self.__slots__:
             setattr(self, slot, _unfilled(slot))
 
-    def method_of(self, name: str, doc: str) -> Callable[..., Any]:
+    def method_of(self, name: str, doc: str, first: str | None = None) -> Callable[..., Any]:
         """A NumPy-style array method (``a.sum(axis=0)``) that calls the ``method`` slot,
-        with the signature of NumPy's function of that name (self first) for ``help()``."""
+        with the signature of NumPy's function of that name (self first) for ``help()``;
+        ``first`` names the function's array parameter when it is not the first one
+        (``np.compress(condition, a, ...)``: ``a.compress(condition, ...)``)."""
         hooks = self
 
         def method(array, *args, **kwargs):
@@ -62,8 +64,9 @@ class Hooks:
         if func is not None and not isinstance(func, np.ufunc):
             sig = inspect.signature(func)
             params = list(sig.parameters.values())
+            rest = [p for p in params if p.name != first] if first else params[1:]
             method.__signature__ = sig.replace(parameters=[
-                inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY), *params[1:]])
+                inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY), *rest])
         return method
 
 

@@ -21,7 +21,7 @@ from .._array.make import ArrayBase
 from .._common.raw import ndarray_at
 from .table import Op
 
-__all__ = ["run", "view", "kernel", "own_kernel", "standard_fix"]
+__all__ = ["run", "apply_to", "quiet", "loud", "view", "kernel", "own_kernel", "standard_fix"]
 
 try:
     # The error state lives in a context variable; setting it directly costs 0.2 us where
@@ -114,6 +114,10 @@ def _select(z, cond, x, y) -> bool:
 def _where(z, cond, x, y) -> None:
     if _select(z, cond, x, y):
         return
+    if isinstance(x, np.ndarray) and np.may_share_memory(z, x):
+        # out= is (or overlaps) x: writing y first would overwrite what x still has to give
+        np.copyto(z, np.where(cond, x, y), casting="unsafe")
+        return
     np.copyto(z, y, casting="unsafe")
     if z.flags.c_contiguous and cond.shape == z.shape and cond.flags.c_contiguous and (
             not isinstance(x, np.ndarray)
@@ -204,6 +208,8 @@ def run(op: Op, out, args: tuple) -> None:
 
 
 def _apply(op: Op, z: np.ndarray, xs: list) -> None:
+    """``z[...] = op(*xs)`` on NumPy arrays and scalars (what :func:`run` runs; fused
+    functions run it per block, fusion/cpu.py)."""
     if op.typing == "ufunc" and op.name not in _OWN:
         fix = _STANDARD.get(op.name)
         if fix is not None and z.dtype.kind in fix[0]:
@@ -212,6 +218,26 @@ def _apply(op: Op, z: np.ndarray, xs: list) -> None:
             op.ufunc(*xs, out=z)
     else:
         kernel(op)(z, *xs)
+
+
+apply_to = _apply
+
+
+def quiet():
+    """Silence floating-point warnings in this thread until :func:`loud` (a token)."""
+    if _extobj_contextvar is None:
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+    return _extobj_contextvar.set(_QUIET)
+
+
+def loud(token) -> None:
+    """Undo :func:`quiet`."""
+    if _extobj_contextvar is None:
+        token.__exit__(None, None, None)
+    else:
+        _extobj_contextvar.reset(token)
 
 
 # Where the standard's special cases and NumPy's differ ----------------------------------

@@ -254,22 +254,37 @@ def from_dlpack(x, /, *, device=None, copy=None):
     return _dlpack.from_dlpack(x, device=device, copy=copy)
 
 
-def meshgrid(*arrays, indexing="xy"):
-    """Coordinate matrices from 1-d arrays, as a tuple of new arrays (NumPy's default
-    ``copy=True``); ``indexing="xy"`` swaps the first two axes of the result."""
+def meshgrid(*arrays, copy=True, sparse=False, indexing="xy"):
+    """Coordinate matrices from 1-d coordinate vectors, as NumPy's ``meshgrid`` (a tuple;
+    NumPy's list for ``sparse=True, copy=False``).
+
+    ``indexing="xy"`` (Cartesian) swaps the first two axes, ``"ij"`` (matrix) keeps them.
+    ``sparse=True`` gives arrays with length-1 axes except their own (NumPy's
+    broadcastable shapes); ``copy=False`` gives views over the inputs' storage instead
+    of new arrays -- the full (not sparse) ones are read-only broadcast views (zero
+    strides), as ``ga.broadcast_to``'s.  The arrays must be 1-d, as the standard says
+    (NumPy flattens others: pass ``x.reshape(-1)``)."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid(): indexing must be 'xy' or 'ij', got {indexing!r}")
-    xs = []
+    if copy not in (True, False) or sparse not in (True, False):
+        raise TypeError(f"meshgrid(): copy and sparse must be True or False, got "
+                        f"copy={copy!r}, sparse={sparse!r}")
     for a in arrays:
         if not isinstance(a, ArrayBase):
-            raise TypeError(f"meshgrid() takes gpuarrays arrays, got {type(a).__name__}")
+            raise TypeError(f"meshgrid() takes gpuarrays arrays, got {type(a).__name__}; "
+                            f"copy it to the device first with ga.asarray(x, device=...)")
         a._live()
         if a.ndim != 1:
-            raise ValueError(f"meshgrid() takes 1-d arrays, got shape {a._shape}")
+            raise ValueError(f"meshgrid() takes 1-d arrays, got shape {a._shape}; flatten it "
+                             f"first with x.reshape(-1) (NumPy flattens it)")
         if a._storage.device != arrays[0]._storage.device:
             raise ValueError(f"meshgrid(): arrays on different devices "
-                             f"({arrays[0]._storage.device} and {a._storage.device})")
-        xs.append(a)
+                             f"({arrays[0]._storage.device} and {a._storage.device}); move "
+                             f"one with x.to_device(...)")
+    return _meshgrid(list(arrays), copy, sparse, indexing)
+
+
+def _meshgrid(xs: list, copy: bool, sparse: bool, indexing: str) -> tuple:
     n = len(xs)
     shape = [a._shape[0] for a in xs]
     axis_of = list(range(n))
@@ -281,6 +296,22 @@ def meshgrid(*arrays, indexing="xy"):
         for a, ax in zip(xs, axis_of, strict=True):
             strides = [0] * n
             strides[ax] = a._strides[0]
+            if sparse:
+                own = [1] * n
+                own[ax] = a._shape[0]
+                view = a._derive(tuple(own), tuple(strides), a._offset, a._dtype,
+                                 a._writeable)
+                if not copy:
+                    out.append(view)
+                    continue
+                try:
+                    out.append(view.copy())
+                finally:
+                    view.free()
+                continue
+            if not copy:
+                out.append(a._derive(tuple(shape), tuple(strides), a._offset, a._dtype, False))
+                continue
             r = new_array(tuple(shape), a._dtype, a._storage.device, a._storage.kind)
             out.append(r)
             if 0 not in shape:
@@ -291,7 +322,7 @@ def meshgrid(*arrays, indexing="xy"):
         for r in out:
             r.free()
         raise
-    return tuple(out)
+    return out if sparse and not copy else tuple(out)  # NumPy's types (a list there)
 
 
 def _int(name: str, what: str, v) -> int:

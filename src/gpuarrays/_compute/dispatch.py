@@ -27,16 +27,20 @@ from .. import _core
 from .._array.functions import shares_memory
 from .._array.layout import broadcast_strides
 from .._array.make import ArrayBase, new_array
+from .._array.transfer import assign as transfer_assign
 from .._array.transfer import copy_raw
+from .._memory.devices import get_device
 from ..backends.base import RawView
 from . import cpu_engine
 from .ownership import working
+from .fusion.trace import ScalarSymbol, Symbol
 from .promotion import SCALAR_TYPES, check_scalar, integer_limits, resolve
 from .table import DTYPES, OPS, POWER_RULES, POWERS, Op
 
-__all__ = ["apply", "apply_slow", "operand_error", "power"]
+__all__ = ["apply", "apply_slow", "compare_out_of_range", "COMPARISONS", "operand_error", "power"]
 
 _STRONG_SCALARS = frozenset(DTYPES)
+_TRACED = (Symbol, ScalarSymbol)
 
 
 def operand_error(op: Op, x: object) -> TypeError:
@@ -116,10 +120,12 @@ def apply_slow(op: Op, args: tuple, out=None):
             keys.append(type(x))
         elif isinstance(x, np.generic) and x.dtype in _STRONG_SCALARS:
             keys.append(x.dtype)  # a NumPy scalar keeps its dtype, as in NumPy
+        elif isinstance(x, _TRACED):  # inside ga.fuse: record the step (fusion/trace.py)
+            return x._trace.apply(op, args, out)
         else:
             raise operand_error(op, x)
     if not arrays:
-        raise TypeError(f"{op.name}() needs at least one gpuarrays array among its operands")
+        return _scalars_only(op, args, out)
     first = arrays[0]
     dev = first._storage.device
     kind = first._storage.kind
@@ -139,6 +145,8 @@ def apply_slow(op: Op, args: tuple, out=None):
     arg_dtypes, dt, limits = typed
     for k, lo, hi in limits:
         if not lo <= args[k] <= hi:
+            if op.name in COMPARISONS:  # NumPy 2: int8_array < 1000 is all True
+                return compare_out_of_range(op, args, k, out)
             check_scalar(args[k], arg_dtypes[k])  # raises the OverflowError
     shape = first._shape
     if len(arrays) > 1:
@@ -160,6 +168,80 @@ def apply_slow(op: Op, args: tuple, out=None):
         raise
     return result
 
+
+COMPARISONS = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
+               "greater": ">", "greater_equal": ">="}
+"""The comparisons, whose Python int operand may lie outside the array's integer dtype."""
+
+
+def compare_out_of_range(op: Op, args: tuple, k: int, out=None):
+    """``op(*args)`` where the Python int ``args[k]`` lies outside the range of the integer
+    array it meets (NumPy 2.4: ``int8_array < 1000`` is all ``True``, ``uint8_array == -1``
+    all ``False``): every element compares alike, so the result is a bool array of the
+    broadcast shape filled with that answer (no kernel; ``out`` is filled if given).
+    ``__array_ufunc__`` reaches this through ``apply``; other callers may call it with the
+    comparison's row (``OPS["less"]``) when ``args[k]`` does not fit."""
+    value = args[k]
+    arrays = [x for x in args if isinstance(x, ArrayBase)]
+    big = value > 0  # beyond the maximum (else below the minimum) of the array's dtype
+    # the answer of ``array <op> value``; with the value first the order reverses
+    name = op.name
+    if k == 0:
+        name = {"less": "greater", "greater": "less", "less_equal": "greater_equal",
+                "greater_equal": "less_equal"}.get(name, name)
+    answer = {"equal": False, "not_equal": True, "less": big, "less_equal": big,
+              "greater": not big, "greater_equal": not big}[name]
+    first = arrays[0]
+    for a in arrays:
+        a._live()
+    dev = first._storage.device
+    shape = _shape_of(op, arrays) if len(arrays) > 1 else first._shape
+    if out is not None:
+        _check_out(op, out, dev, shape, np.dtype(bool))
+        transfer_assign(out, np.bool_(answer))
+        return out
+    kinds = {a._storage.kind for a in arrays}
+    result = new_array(shape, np.dtype(bool), dev, kinds.pop() if len(kinds) == 1 else "device")
+    try:
+        transfer_assign(result, np.bool_(answer))
+    except BaseException:
+        result.free()
+        raise
+    return result
+
+
+def _scalars_only(op: Op, args: tuple, out=None):
+    """``ga.add(1, 2)``, ``ga.sin(0.5)``: operands that are all Python or NumPy scalars give
+    a 0-d array on the default device (``out``'s device when given), typed as NumPy types
+    them: a NumPy scalar keeps its dtype, Python scalars take NumPy's default types
+    (``int64``, ``float64``, ``complex128``; ``float32``/``complex64`` on a device without
+    float64) and stay weak next to a NumPy scalar.  One operand becomes a 0-d array (a
+    temporary, freed here), the rest stay scalars."""
+    dev = out._storage.device if isinstance(out, ArrayBase) else get_device(None)
+    k = next((i for i, x in enumerate(args) if isinstance(x, np.generic)), 0)
+    x = args[k]
+    if isinstance(x, np.generic):
+        dt = x.dtype
+    else:
+        dt = _KIND_DTYPES[type(x)]
+        if not dev.info.float64:
+            dt = {np.dtype("f8"): np.dtype("f4"), np.dtype("c16"): np.dtype("c8")}.get(dt, dt)
+        if dt.kind in "iu":
+            lo, hi = integer_limits(dt)
+            if not lo <= x <= hi:  # 2**63 ... as NumPy: uint64, then object (refused)
+                dt = np.dtype("u8")
+                check_scalar(x, dt)
+    dev.require(dt)
+    tmp = new_array((), dt, dev, "device")
+    try:
+        transfer_assign(tmp, np.asarray(x, dtype=dt))
+        return apply_slow(op, args[:k] + (tmp,) + args[k + 1:], out)
+    finally:
+        tmp.free()
+
+
+_KIND_DTYPES = {bool: np.dtype(bool), int: np.dtype("i8"), float: np.dtype("f8"),
+                complex: np.dtype("c16")}
 
 _device = []
 

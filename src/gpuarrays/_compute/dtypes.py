@@ -14,6 +14,7 @@ import numpy as np
 from .._array.make import ArrayBase
 from .._common.dtypes import normalize_dtype
 from .._memory.devices import get_device
+from .fusion.trace import Symbol
 from .promotion import SCALAR_TYPES, key_of
 from .promotion import result_type as _promote
 
@@ -59,6 +60,8 @@ def astype(x, dtype, /, *, copy: builtins.bool = True, device=None):
     ``dtype``.
     """
     if not isinstance(x, ArrayBase):
+        if isinstance(x, Symbol):  # inside ga.fuse (fusion/trace.py)
+            return x._trace.astype(x, dtype)
         raise TypeError(f"astype() takes a gpuarrays array, got {type(x).__name__}")
     if device is not None:
         dev = get_device(device)

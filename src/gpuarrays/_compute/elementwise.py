@@ -92,6 +92,24 @@ __all__ = [
     "tanh",
     "trunc",
     "where",
+    # NumPy's ufuncs beyond the standard (table.NUMPY_ONLY)
+    "bitwise_count",
+    "cbrt",
+    "deg2rad",
+    "degrees",
+    "exp2",
+    "fabs",
+    "float_power",
+    "fmax",
+    "fmin",
+    "fmod",
+    "gcd",
+    "heaviside",
+    "lcm",
+    "ldexp",
+    "logaddexp2",
+    "rad2deg",
+    "radians",
 ]
 
 
@@ -517,3 +535,91 @@ def clip(x, /, min=None, max=None):
     beyond ``x``'s range is clamped to it.  NaN in ``x`` or a bound propagates.
     """
     return apply(OPS["clip"], (x, _bound(x, min, True), _bound(x, max, False)))
+
+
+# NumPy's ufuncs beyond the standard (table.NUMPY_ONLY): NumPy's names, loops and dtypes ----
+
+def bitwise_count(x, /):
+    """The number of 1-bits in ``|x|`` (uint8), as ``np.bitwise_count``."""
+    return apply(OPS["bitwise_count"], (x,))
+
+
+def cbrt(x, /):
+    """Cube root (bool and integers as NumPy: ``int8`` gives float16 ...)."""
+    return apply(OPS["cbrt"], (x,))
+
+
+def deg2rad(x, /):
+    """Degrees to radians: ``x * (pi / 180)``."""
+    return apply(OPS["deg2rad"], (x,))
+
+
+def degrees(x, /):
+    """Radians to degrees: ``x * (180 / pi)`` (``np.degrees``, the same as ``rad2deg``)."""
+    return apply(OPS["degrees"], (x,))
+
+
+def exp2(x, /):
+    """``2 ** x`` (complex: ``exp(x * ln 2)``, as NumPy)."""
+    return apply(OPS["exp2"], (x,))
+
+
+def fabs(x, /):
+    """Absolute value of real values as a floating type (``np.fabs``: integers give floats)."""
+    return apply(OPS["fabs"], (x,))
+
+
+def float_power(x1, x2, /):
+    """``x1 ** x2`` in float64 or complex128 (float32/complex64 on a device without float64)."""
+    return apply(OPS["float_power"], (x1, x2))
+
+
+def fmax(x1, x2, /):
+    """Elementwise maximum ignoring NaN: a NaN meets a number, the number wins (``np.fmax``)."""
+    return apply(OPS["fmax"], (x1, x2))
+
+
+def fmin(x1, x2, /):
+    """Elementwise minimum ignoring NaN: a NaN meets a number, the number wins (``np.fmin``)."""
+    return apply(OPS["fmin"], (x1, x2))
+
+
+def fmod(x1, x2, /):
+    """C's remainder, with the sign of ``x1`` (integer ``fmod`` by 0 gives 0, as NumPy)."""
+    return apply(OPS["fmod"], (x1, x2))
+
+
+def gcd(x1, x2, /):
+    """Greatest common divisor of ``|x1|`` and ``|x2|`` (``gcd(0, 0)`` is 0)."""
+    return apply(OPS["gcd"], (x1, x2))
+
+
+def heaviside(x1, x2, /):
+    """Heaviside step: 0 for ``x1 < 0``, ``x2`` at ``x1 == 0``, 1 for ``x1 > 0``, NaN stays."""
+    return apply(OPS["heaviside"], (x1, x2))
+
+
+def lcm(x1, x2, /):
+    """Least common multiple of ``|x1|`` and ``|x2|`` (wraps like NumPy's on overflow)."""
+    return apply(OPS["lcm"], (x1, x2))
+
+
+def ldexp(x1, x2, /):
+    """``x1 * 2 ** x2`` exactly; ``x2`` is an integer array or a Python int (a float ``x2``
+    is NumPy's TypeError)."""
+    return apply(OPS["ldexp"], (x1, x2))
+
+
+def logaddexp2(x1, x2, /):
+    """``log2(2 ** x1 + 2 ** x2)`` without undue overflow."""
+    return apply(OPS["logaddexp2"], (x1, x2))
+
+
+def rad2deg(x, /):
+    """Radians to degrees: ``x * (180 / pi)``."""
+    return apply(OPS["rad2deg"], (x,))
+
+
+def radians(x, /):
+    """Degrees to radians: ``x * (pi / 180)`` (``np.radians``, the same as ``deg2rad``)."""
+    return apply(OPS["radians"], (x,))

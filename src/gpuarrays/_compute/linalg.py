@@ -110,12 +110,36 @@ def matmul(x1, x2, /):
     sizes, batch shapes that do not broadcast, different devices).
     """
     dev, kind = check_arrays("matmul", x1, x2)
+    if x1._dtype == np.bool_ or x2._dtype == np.bool_:
+        return _matmul_bools(x1, x2)
     rd = numeric_result("matmul", dev, x1._dtype, x2._dtype)
     _, _, full = _matmul_shape("matmul", x1._shape, x2._shape)
     result = new_array(_final_shape(x1._shape, x2._shape, full), rd, dev, kind)
     with filling(result):
         _matmul_into(x1, x2, result, full)
     return result
+
+
+def _matmul_bools(x1, x2):
+    """NumPy's matmul with bool operands: bool @ bool is "any of the ands" (a count of
+    products in int64, then ``!= 0``); a bool beside a number takes the number's dtype."""
+    from .dtypes import astype
+    from .elementwise import not_equal
+
+    both = x1._dtype == x2._dtype == np.bool_
+    wide = np.dtype(np.int64) if both else (x2._dtype if x1._dtype == np.bool_ else x1._dtype)
+    a = astype(x1, wide) if x1._dtype != wide else x1
+    b = astype(x2, wide) if x2._dtype != wide else x2
+    try:
+        product = matmul(a, b)
+    finally:
+        for t, x in ((a, x1), (b, x2)):
+            if t is not x:
+                t.free()
+    if not both:
+        return product
+    with product:
+        return not_equal(product, 0)
 
 
 def imatmul(x1, x2):

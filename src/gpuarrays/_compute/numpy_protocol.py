@@ -68,30 +68,6 @@ def _dot(ns, given):
     return _call_ns(ns, "tensordot", a, b, axes=axes)
 
 
-def _unique(ns, given):
-    """``np.unique`` over the standard's ``unique_values``/``_counts``/``_inverse``/``_all``
-    (flattened input, as NumPy's ``axis=None``)."""
-    if given.get("axis") is not None or given.get("equal_nan", True) is not True:
-        raise TypeError("numpy.unique with axis= or equal_nan=False has no gpuarrays "
-                        "equivalent; use ga.unique_values and friends")
-    x = given["ar"]
-    want = [given.get("return_index", False), given.get("return_inverse", False),
-            given.get("return_counts", False)]
-    if not any(want):
-        return _call_ns(ns, "unique_values", x)
-    if want == [False, False, True]:
-        return tuple(_call_ns(ns, "unique_counts", x))
-    if want == [False, True, False]:
-        r = _call_ns(ns, "unique_inverse", x)
-        return r[0], r[1]
-    r = _call_ns(ns, "unique_all", x)
-    out = [r.values]
-    out += [r.indices] if want[0] else []
-    out += [r.inverse_indices] if want[1] else []
-    out += [r.counts] if want[2] else []
-    return tuple(out)
-
-
 def _norm(ns, given):
     """``np.linalg.norm``: the standard's ``vector_norm`` or ``matrix_norm``."""
     x, ord_, axis = given["x"], given.get("ord"), given.get("axis")
@@ -102,10 +78,20 @@ def _norm(ns, given):
     if axis is None:
         axis = (-2, -1) if x.ndim == 2 else None
     if isinstance(axis, tuple) and len(axis) == 2:
-        if tuple(a % x.ndim for a in axis) != (x.ndim - 2, x.ndim - 1):
-            x = ns.moveaxis(x, axis, (-2, -1))
-        return _call_ns(ns, "linalg.matrix_norm", x, ord="fro" if ord_ is None else ord_,
-                        keepdims=keepdims)
+        if tuple(a % x.ndim for a in axis) == (x.ndim - 2, x.ndim - 1):
+            return _call_ns(ns, "linalg.matrix_norm", x, ord="fro" if ord_ is None else ord_,
+                            keepdims=keepdims)
+        moved = ns.moveaxis(x, axis, (-2, -1))  # a view
+        try:
+            result = _call_ns(ns, "linalg.matrix_norm", moved,
+                              ord="fro" if ord_ is None else ord_, keepdims=keepdims)
+        finally:
+            moved.free()
+        if not keepdims:
+            return result
+        back = ns.moveaxis(result, (-2, -1), axis)  # the kept axes where NumPy keeps them
+        result.free()
+        return back
     return _call_ns(ns, "linalg.vector_norm", x, axis=axis,
                     ord=2 if ord_ is None else ord_, keepdims=keepdims)
 
@@ -122,6 +108,10 @@ def _method(name: str, *keys: str):
     return run
 
 
+_SORT_KINDS = ("quicksort", "quick", "q", "mergesort", "merge", "m", "heapsort", "heap", "h",
+               "stable", "s")
+
+
 def _sorting(name: str):
     """``np.sort``/``np.argsort`` (and ``a.sort()``): NumPy's default kind lets equal elements
     come in any order, so the namespace's ``stable=False`` (NumPy's fast default sort on
@@ -129,6 +119,9 @@ def _sorting(name: str):
 
     def run(ns, g: dict):
         kind, stable = g.pop("kind", None), g.pop("stable", None)
+        if kind is not None and kind not in _SORT_KINDS:
+            raise ValueError(f"sort kind must be one of 'quick', 'heap', or 'stable' (got "
+                             f"{kind!r})")
         if g.pop("order", None) is not None:
             raise TypeError(f"numpy.{name}(order=...) sorts structured fields, which gpuarrays "
                             f"does not sort; sort a field's array instead")
@@ -195,7 +188,7 @@ FUNCTIONS: list[tuple[str, object, dict]] = [
     ("sort", _sorting("sort"), {"flat": -1, "needs": "sort"}),
     ("argsort", _sorting("argsort"), {"flat": -1, "needs": "argsort"}),
     ("searchsorted", "searchsorted", {}), ("isin", "isin", {"ignore": ("assume_unique", "kind")}),
-    ("unique", _unique, {"needs": "unique_values"}), ("unique_values", "unique_values", {}),
+    ("unique", "unique", {}), ("unique_values", "unique_values", {}),
     ("unique_counts", "unique_counts", {}), ("unique_inverse", "unique_inverse", {}),
     ("unique_all", "unique_all", {}),
     # creation with NumPy's like= (NEP 35): np.zeros(3, like=a) makes a gpuarrays array on
@@ -213,13 +206,43 @@ FUNCTIONS: list[tuple[str, object, dict]] = [
     ("dot", _dot, {"needs": "tensordot"}), ("tensordot", "tensordot", {}),
     ("linalg.norm", _norm, {"needs": "linalg.vector_norm"}),
     *((f"linalg.{n}", f"linalg.{n}", {}) for n in (
-        "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul",
+        "cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+        "matmul",
         "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
         "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
         "vector_norm")),
     *((f"fft.{n}", f"fft.{n}", {}) for n in (
         "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
         "fftshift", "ifftshift")),
+    # NumPy's functions beyond the standard (docs/numpy.md): each runs the namespace function
+    # of the same name, which takes NumPy's signature (_compute/numpy_api/, linalg/_polynomial.py)
+    *((n, n, {}) for n in (
+        "allclose", "angle", "append", "apply_along_axis", "apply_over_axes",
+        "argpartition", "argwhere", "array2string", "array_equal", "array_equiv",
+        "array_repr", "array_split", "array_str", "atleast_1d", "atleast_2d", "atleast_3d",
+        "average", "bincount", "choose", "column_stack", "compress", "convolve", "corrcoef",
+        "correlate", "cov", "cross", "delete", "diag", "diag_indices_from", "diagflat",
+        "digitize", "dsplit", "dstack", "ediff1d", "einsum", "extract", "fill_diagonal",
+        "fix", "flatnonzero", "fliplr", "flipud", "gradient", "histogram", "histogram2d",
+        "histogramdd", "hsplit", "hstack", "i0", "inner", "interp", "intersect1d",
+        "isclose", "iscomplex", "isneginf", "isposinf", "isreal", "ix_", "kron", "lexsort",
+        "median", "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum",
+        "nanmax", "nanmean", "nanmedian", "nanmin", "nanprod", "nanstd", "nansum", "nanvar",
+        "outer", "packbits", "pad", "partition", "percentile", "piecewise", "place", "poly",
+        "polyadd", "polyfit", "polymul", "polysub", "polyval", "ptp", "put",
+        "put_along_axis", "putmask", "quantile", "ravel_multi_index", "real_if_close",
+        "resize", "rollaxis", "roots", "rot90", "save", "savetxt", "savez",
+        "savez_compressed", "select", "setdiff1d", "setxor1d", "sinc", "sort_complex",
+        "split", "trace", "trapezoid", "tril_indices_from", "trim_zeros",
+        "triu_indices_from", "union1d", "unpackbits", "unravel_index", "unwrap", "vander",
+        "vdot", "vsplit", "vstack")),
+    ("linspace", "linspace", {}), ("logspace", "logspace", {}),
+    ("common_type", "common_type", {}), ("min_scalar_type", "min_scalar_type", {}),
+    *((n, n, {"like": True}) for n in (
+        "asanyarray", "asarray_chkfinite", "asfortranarray", "require", "fromfunction",
+        "frombuffer", "fromiter", "fromfile", "genfromtxt", "loadtxt", "tri")),
+    *((f"linalg.{n}", f"linalg.{n}", {}) for n in ("cond", "lstsq", "tensorinv", "tensorsolve")),
+    *((f"fft.{n}", f"fft.{n}", {}) for n in ("fft2", "ifft2", "rfft2", "irfft2")),
 ]
 
 # NumPy's generalized ufuncs that are namespace functions: through __array_ufunc__.
@@ -228,7 +251,12 @@ GUFUNCS = {"matmul": "matmul", "vecdot": "vecdot", "matvec": None, "vecmat": Non
 # Array methods -> the NumPy function whose entry runs them (called with the array first).
 METHODS = {name: name for name in (
     "sum", "prod", "max", "min", "mean", "std", "var", "argmax", "argmin", "any", "all",
-    "cumsum", "cumprod", "clip", "round", "nonzero", "argsort", "repeat", "take", "dot")}
+    "cumsum", "cumprod", "clip", "round", "nonzero", "argsort", "repeat", "take", "dot",
+    "searchsorted", "trace", "ptp", "choose", "put", "compress", "partition", "argpartition")}
+
+# Methods that change the array in place and return None, from the function's result
+# (NumPy's a.sort(), a.partition()).
+_IN_PLACE = ("sort", "partition")
 
 
 def _resolve(ns, path: str):
@@ -299,10 +327,8 @@ class Entry:
         given = {}
         for name, value in bound.arguments.items():
             p = params[name]
-            if p.kind is _P.VAR_KEYWORD:
-                if value:
-                    raise TypeError(f"numpy.{self.numpy_name}: gpuarrays takes none of "
-                                    f"{', '.join(value)}")
+            if p.kind is _P.VAR_KEYWORD:  # np.savez(f, x=a): passed on by name
+                given.update(value)
                 continue
             if name in self.ignore or (p.default is not _EMPTY and _same(value, p.default)):
                 continue
@@ -323,6 +349,10 @@ class Entry:
         if out is not None and not isinstance(out, ArrayBase):
             raise TypeError(f"numpy.{self.numpy_name}(out=...) on gpuarrays arrays needs a "
                             f"gpuarrays array as out, got {type(out).__name__}")
+        if self.numpy_name in _MOMENTS and "where" in given:
+            return self._finish(_masked_moment(self.numpy_name, ns, given), out, 0)
+        if self.numpy_name in _REDUCE_FILL and ("where" in given or "initial" in given):
+            return self._finish(_masked_reduction(self, ns, given), out, 0)
         temp = None
         if self.flat is not _NO_FLAT and given.get("axis", self.flat) is None:
             first = next(iter(self.signature.parameters))
@@ -338,6 +368,9 @@ class Entry:
         finally:
             if temp is not None:
                 temp.free()
+        return self._finish(result, out, ndmin)
+
+    def _finish(self, result, out, ndmin: int):
         if ndmin and ndmin > result.ndim:
             view = result.reshape((1,) * (ndmin - result.ndim) + result.shape)
             result.free()  # the view holds its own handle on the storage
@@ -370,20 +403,169 @@ class Entry:
             mapped[self.rename.get(name, auto.get(name, name))] = value
         pos: list = []
         kw: dict = {}
-        for q in theirs:
-            if q.kind is _P.POSITIONAL_ONLY:
+        star = next((i for i, q in enumerate(theirs) if q.kind is _P.VAR_POSITIONAL), -1)
+        for i, q in enumerate(theirs):
+            if i < star and q.name in mapped and len(pos) == i:  # before a *args: by position
+                pos.append(mapped.pop(q.name))
+            elif q.kind is _P.POSITIONAL_ONLY:
                 if q.name in mapped and len(pos) == theirs.index(q):
                     pos.append(mapped.pop(q.name))
             elif q.kind is _P.VAR_POSITIONAL:
                 pos.extend(mapped.pop(q.name, ()))
             elif q.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY) and q.name in mapped:
                 kw[q.name] = mapped.pop(q.name)
+        if mapped and theirs and theirs[-1].kind is _P.VAR_KEYWORD:
+            kw.update(mapped)  # the namespace function takes NumPy's **kwargs too
+            mapped = {}
         if mapped:
             raise TypeError(
                 f"numpy.{self.numpy_name} on gpuarrays arrays: gpuarrays.{self.target} takes no "
                 f"{', '.join(f'{k}={_show(v)}' for k, v in mapped.items())}; leave it at NumPy's "
                 "default or copy to the host with .get() and use NumPy")
         return fn(*pos, **kw)
+
+
+# NumPy's reductions with where= and initial=: (the ufunc that adds initial in, namespace
+# name; the identity that masked elements take, None where there is none)
+_REDUCE_FILL = {"sum": ("add", 0), "prod": ("multiply", 1), "max": ("maximum", None),
+                "amax": ("maximum", None), "min": ("minimum", None),
+                "amin": ("minimum", None), "any": (None, False), "all": (None, True)}
+
+
+def _masked_reduction(entry: Entry, ns, given: dict):
+    """``np.max(x, initial=v, where=mask)`` and friends (also ``a.max(...)``): masked-out
+    elements become the reduction's identity (``initial`` for ``max``/``min``) by
+    ``ga.where`` on the device, the namespace reduction runs, and ``initial`` joins the
+    result by ``ga.maximum``/``add``...  A zero-size reduction gives ``initial``
+    everywhere (``ga.full``), as NumPy."""
+    combine, identity = _REDUCE_FILL[entry.numpy_name]
+    where = given.pop("where", True)
+    initial = given.pop("initial", None)
+    has_initial = initial is not None
+    x = given["a"]
+    if not isinstance(x, ArrayBase):
+        raise TypeError(f"numpy.{entry.numpy_name}(where=/initial=) takes a gpuarrays array, "
+                        f"got {type(x).__name__}")
+    if where is not True and identity is None and not has_initial:
+        raise ValueError(f"reduction operation '{combine}' does not have an identity, so to "
+                         f"use a where mask one has to specify 'initial' (e.g. initial="
+                         f"{'-inf' if combine == 'maximum' else 'inf'} for floats)")
+    if where is not True and not (isinstance(where, ArrayBase) or where is False
+                                  or type(where) is np.bool_):
+        raise TypeError(f"numpy.{entry.numpy_name}(where=...) takes a bool gpuarrays array, "
+                        f"True or False, got {type(where).__name__}; copy the mask to the "
+                        f"device with ga.asarray(mask, device={str(x.device)!r})")
+    if isinstance(where, ArrayBase) and where.dtype != np.bool_:
+        raise TypeError(f"numpy.{entry.numpy_name}(where=...) needs a bool mask, got "
+                        f"{where.dtype}; compare first (mask != 0)")
+    filler = identity if identity is not None else initial
+    temps = []
+    try:
+        if where is not True:
+            if isinstance(where, ArrayBase):
+                masked = ns.where(where, x, filler)
+            elif not bool(where):
+                masked = ns.full(x.shape, filler, dtype=x.dtype, device=x.device)
+            else:
+                masked = x
+            if masked is not x:
+                temps.append(masked)
+                if masked.shape != x.shape:
+                    raise ValueError(f"numpy.{entry.numpy_name}: the where mask of shape "
+                                     f"{where.shape} does not broadcast to the array's shape "
+                                     f"{x.shape}")
+            given["a"] = masked
+        x = given["a"]
+        axis = given.get("axis")
+        reduced = _reduced_shape(x.shape, axis, given.get("keepdims", False))
+        if has_initial and x.size == 0:
+            dt = given.get("dtype") or _reduce_dtype(entry.numpy_name, x.dtype)
+            return ns.full(reduced, initial, dtype=dt, device=x.device)
+        target = _resolve(ns, entry.target)
+        if axis is None and x.ndim != 1 and entry.flat is not _NO_FLAT:
+            given["axis"] = None
+        result = entry._call(target, given)
+        if not has_initial:
+            return result
+        try:
+            return getattr(ns, combine)(result, initial)
+        finally:
+            result.free()
+    finally:
+        for t in temps:
+            t.free()
+
+
+_MOMENTS = ("mean", "var", "std")
+
+
+def _masked_moment(name: str, ns, given: dict):
+    """``np.mean/var/std(x, where=mask)``: sums over ``ga.where(mask, x, 0)`` divided by
+    the count of true mask elements along the axes (``ddof`` taken off for var/std), all
+    on the device; a count of 0 gives NaN, as NumPy (without its warning)."""
+    where = given.pop("where")
+    x = given.pop("a")
+    axis = given.pop("axis", None)
+    keepdims = given.pop("keepdims", False)
+    ddof = given.pop("ddof", 0)
+    dtype = given.pop("dtype", None)
+    if given:
+        raise TypeError(f"numpy.{name}(where=...) on gpuarrays arrays takes axis, dtype, "
+                        f"keepdims and ddof, not {', '.join(given)}")
+    if not isinstance(where, ArrayBase) or where.dtype != np.bool_:
+        raise TypeError(f"numpy.{name}(where=...) takes a bool gpuarrays array, got "
+                        f"{getattr(where, 'dtype', type(where).__name__)}; copy the mask to "
+                        f"the device with ga.asarray(mask, device=...) or compare first")
+    dt = np.dtype(dtype) if dtype is not None else _reduce_dtype("mean", x.dtype)
+    temps = []
+
+    def keep(v):
+        temps.append(v)
+        return v
+
+    try:
+        mask = keep(ns.broadcast_to(where, x.shape))
+        xs = keep(ns.where(mask, keep(ns.astype(x, dt)), 0))
+        count = keep(ns.sum(mask, axis=axis, keepdims=True, dtype=np.int64))
+        n = keep(ns.astype(count, _real(dt)))
+        mean = keep(ns.divide(keep(ns.sum(xs, axis=axis, keepdims=True)), n))
+        if name != "mean":
+            d = keep(ns.subtract(xs, mean))
+            sq = keep(ns.abs(d)) if dt.kind == "c" else d
+            sq = keep(ns.multiply(sq, sq))
+            sq = keep(ns.where(mask, sq, 0))
+            n = keep(ns.astype(keep(ns.subtract(count, ddof)), _real(dt)))
+            mean = keep(ns.divide(keep(ns.sum(sq, axis=axis, keepdims=True)), n))
+            if name == "std":
+                mean = keep(ns.sqrt(mean))
+        if keepdims:
+            temps[:] = [t for t in temps if t is not mean]
+            return mean
+        axes = tuple(range(x.ndim)) if axis is None else (
+            axis if isinstance(axis, tuple) else (axis,))
+        return ns.squeeze(mean, axis=axes)
+    finally:
+        for t in temps:
+            t.free()
+
+
+def _real(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"f{dt.itemsize // 2}") if dt.kind == "c" else dt
+
+
+def _reduced_shape(shape: tuple, axis, keepdims: bool) -> tuple:
+    """The shape NumPy's reduction of an array of ``shape`` over ``axis`` has (no data)."""
+    n = len(shape)
+    axes = range(n) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    axes = {int(a) % n if n else 0 for a in axes}
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _reduce_dtype(name: str, dtype: np.dtype) -> np.dtype:
+    """NumPy's result dtype of reduction ``name`` over ``dtype`` (no data)."""
+    return getattr(np, name)(np.zeros(1, dtype)).dtype
 
 
 _TABLE: dict = {}
@@ -434,14 +616,18 @@ def array_method(name: str, a, args: tuple, kwargs: dict):
     if name in ("conj", "conjugate"):
         return ns.conj(a)
     _table()
-    if name == "sort":  # in place, as NumPy's
-        entry = _BY_NAME["sort"]
+    if name in _IN_PLACE:  # in place, as NumPy's
+        if not a._writeable:
+            raise ValueError(f"a.{name}(): the array is read-only (a broadcast_to or "
+                             f"diagonal view); {name} a copy")
+        entry = _BY_NAME[name]
         if not entry.available(ns):
             raise _missing(name, entry.target)
         result = entry(ns, (a, *args), kwargs)
         try:
             if result.shape != a.shape:
-                raise ValueError("a.sort(axis=None) would flatten; use np.sort(a, axis=None)")
+                raise ValueError(f"a.{name}(axis=None) would flatten; use "
+                                 f"np.{name}(a, axis=None)")
             a[...] = result
         finally:
             result.free()
@@ -449,7 +635,29 @@ def array_method(name: str, a, args: tuple, kwargs: dict):
     entry = _BY_NAME[METHODS[name]]
     if not entry.available(ns):
         raise _missing(name, entry.target)
+    if name == "put":  # ndarray.put(indices, values, mode): np.put(a, ind, v, mode)
+        kwargs = {{"indices": "ind", "values": "v"}.get(k, k): v for k, v in kwargs.items()}
+    if name == "compress":  # np.compress(condition, a, ...): the array comes second
+        if args:
+            args = (args[0], a, *args[1:])
+        elif "condition" in kwargs:
+            args = (kwargs.pop("condition"), a)
+        else:
+            raise TypeError("a.compress() missing 1 required argument: 'condition'")
+        return entry(ns, args, kwargs)
+    if name in _ON_DEVICE and args and isinstance(args[0], (list, tuple)):
+        # a small host sequence given as the argument (a.searchsorted([1, 5]),
+        # a.repeat([1, 2], axis=0)): copied to the array's device, as NumPy converts it
+        arg = ns.asarray(args[0], device=a.device)
+        try:
+            return entry(ns, (a, arg, *args[1:]), kwargs)
+        finally:
+            arg.free()
     return entry(ns, (a, *args), kwargs)
+
+
+# methods whose first argument NumPy converts from a sequence (an explicit, small argument)
+_ON_DEVICE = ("searchsorted", "repeat", "take")
 
 
 def _missing(name: str, target) -> NotImplementedError:

@@ -15,11 +15,10 @@ import numpy as np
 from .. import _core
 from .._array.hooks import HOOKS
 from .._array.make import ArrayBase
-from . import indexing, numpy_protocol
+from . import indexing, numpy_protocol, ufunc_methods
 from .dispatch import apply, power
 from .linalg import imatmul, matmul
-from .promotion import SCALAR_TYPES, key_of, resolve
-from .statistical import reduce_ufunc
+from .promotion import SCALAR_TYPES
 from .table import BY_UFUNC, DTYPES, OPS
 
 __all__ = ["install", "API_VERSIONS"]
@@ -137,16 +136,18 @@ _UFUNC_KWARGS = {"casting": "same_kind", "order": "K", "subok": True, "where": T
 
 
 def array_ufunc(a, ufunc, method: str, *inputs, **kwargs):
-    """NumPy's ``__array_ufunc__``: a ufunc the table has, called plainly, runs here;
-    ``reduce``/``accumulate`` of the ufuncs the reductions know run as ``sum``, ``max``,
-    ``cumulative_sum``... (docs/reductions.md).
+    """NumPy's ``__array_ufunc__``: every ufunc the table has (or the namespace has a
+    function of the ufunc's name: ``np.divmod`` is ``ga.divmod``) runs on the device,
+    called with NumPy's keywords (``out`` tuples, ``where``, ``dtype``, ``casting``,
+    ``order``; ``subok``/``signature``) or through its methods ``reduce``, ``accumulate``,
+    ``outer``, ``at`` and ``reduceat`` (_compute/ufunc_methods.py, docs/numpy.md).
 
-    Other methods (``outer``, ``at``, ``reduceat``), ufuncs without a row, NumPy
-    arrays among the operands and non-default options (``where=``, ``dtype=``
-    ...) raise a ``TypeError`` that says which and what to do instead -- NumPy's own
-    message for a refusal ("operand type(s) all returned NotImplemented") explains
-    neither.  Only when another library's array with its own ``__array_ufunc__`` takes
-    part is the answer ``NotImplemented``, so that NumPy asks that library next.
+    What is left (NumPy arrays among the operands, a ufunc gpuarrays does not compute,
+    ``subok=False``) raises a ``TypeError`` that says which and what to do instead --
+    NumPy's own message for a refusal ("operand type(s) all returned NotImplemented")
+    explains neither.  Only when another library's array with its own
+    ``__array_ufunc__`` takes part is the answer ``NotImplemented``, so that NumPy asks
+    that library next.
     """
     result = _array_ufunc(ufunc, method, inputs, dict(kwargs))
     if result is NotImplemented and not _foreign_override(inputs, kwargs):
@@ -166,73 +167,40 @@ def _ufunc_refusal(a, ufunc, method: str, inputs: tuple, kwargs: dict) -> TypeEr
     name = getattr(ufunc, "__name__", repr(ufunc))
     call = f"numpy.{name}" + ("" if method == "__call__" else f".{method}")
     shown = ", ".join(type(x).__name__ for x in inputs)
-    for x in inputs:
+    out = kwargs.get("out")
+    operands = inputs[:1] + inputs[2:] if method in ("at", "reduceat") else inputs  # not indices
+    for x in (*(out if type(out) is tuple else (out,)), kwargs.get("where"), *operands):
         if _host_data(x) is not None:
             return host_operand_error(f"{call}({shown})", a, x)
     options = sorted(k for k, v in kwargs.items()
                      if not (v is _UFUNC_KWARGS.get(k, None) or (k == "out" and v == (None,))))
     given = f" with {', '.join(o + '=' for o in options)}" if options else ""
-    if method != "__call__":
-        return TypeError(
-            f"{call}({shown}){given} is not supported on gpuarrays arrays: gpuarrays runs "
-            "numpy.add/multiply/maximum/minimum/logical_and/logical_or.reduce (as ga.sum, "
-            "prod, max, min, all, any, with axis=, dtype=, keepdims=, out=, initial= and a "
-            "gpuarrays bool where=) and numpy.add/multiply.accumulate (ga.cumulative_sum, "
-            "cumulative_prod, with axis=, dtype=, out=); call the "
-            "namespace's functions, or copy to the host with .get() and use NumPy (NumPy "
-            "2.4 keeps a reference to the operand of a refused reduce or accumulate: "
-            "free a large array with .free() when done)")
-    if BY_UFUNC.get(ufunc) is None:
+    if BY_UFUNC.get(ufunc) is None and not hasattr(_namespace[0] if _namespace else None,
+                                                   name):
         return TypeError(f"{call}({shown}): gpuarrays has no equivalent of numpy.{name}; "
                          "copy to the host with .get() and use NumPy")
     return TypeError(
-        f"{call}({shown}){given}: gpuarrays runs ufunc calls on its arrays with out= (a "
-        f"GPUArray) only, not these options; call ga.{BY_UFUNC[ufunc].name} and convert "
-        "the result (astype, ga.where), or copy to the host with .get() and use NumPy")
+        f"{call}({shown}){given} is not supported on gpuarrays arrays: the operands and "
+        "out= must be gpuarrays arrays (or Python/NumPy scalars), where= a bool gpuarrays "
+        "array, subok and signature left at their defaults; convert the operands with "
+        "ga.asarray(x, device=...), or copy to the host with .get() and use NumPy (NumPy "
+        "2.4 keeps a reference to the operand of a refused reduce or accumulate: free a "
+        "large array with .free() when done)")
 
 
 def _array_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
-    if method in ("reduce", "accumulate"):
-        return reduce_ufunc(ufunc, method, inputs, kwargs)
+    if method != "__call__":
+        return ufunc_methods.method(ufunc, method, inputs, kwargs)
     op = BY_UFUNC.get(ufunc)
-    if op is None or method != "__call__":
-        return NotImplemented
-    out = kwargs.pop("out", None)
-    # dask: dtype= naming the dtype the call gives anyway is the plain call (dask's tensordot
-    # sums partial products with np.add(a, b, dtype=dt)); any other dtype stays refused.
-    dtype = kwargs.pop("dtype", None)
-    if dtype is not None and not _gives(op, inputs, dtype):
-        return NotImplemented
-    for k, v in kwargs.items():
-        default = _UFUNC_KWARGS.get(k, out)  # ``out`` stands for "no such option"
-        if not (v is default or (type(v) is type(default) and v == default)):
+    if op is not None and not kwargs:  # the common case: no keyword to look at
+        if len(inputs) != op.nin or not all(_takes(x) for x in inputs):
             return NotImplemented
-    if out is not None:
-        if type(out) is tuple:
-            if len(out) != 1:
-                return NotImplemented
-            out = out[0]
-        if not isinstance(out, ArrayBase):
-            return NotImplemented
-    if len(inputs) != op.nin or not all(_takes(x) for x in inputs):
-        return NotImplemented
-    if op is _POW:
-        return power(inputs[0], inputs[1], out)
-    return apply(op, inputs, out)
-
-
-def _gives(op, inputs: tuple, dtype) -> bool:
-    """Whether ``op`` on ``inputs`` computes in and returns ``dtype`` (dask: see above)."""
-    arrays = [x for x in inputs if isinstance(x, ArrayBase)]
-    if not arrays or not all(_takes(x) for x in inputs):
-        return False
-    try:
-        want = np.dtype(dtype)
-        arg_dtypes, dt = resolve(op, tuple(key_of(x) for x in inputs),
-                                 arrays[0]._storage.device.info.float64)
-    except TypeError:
-        return False
-    return dt == want and all(a == want for a in arg_dtypes)
+        if ufunc_methods.by_value(ufunc, inputs):
+            return ufunc_methods.call(ufunc, inputs, kwargs)
+        if op is _POW:
+            return power(inputs[0], inputs[1])
+        return apply(op, inputs)
+    return ufunc_methods.call(ufunc, inputs, kwargs)
 
 
 def namespace(api_version: str | None):

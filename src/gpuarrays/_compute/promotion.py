@@ -23,6 +23,7 @@ SCALAR_TYPES = (bool, int, float, complex)
 
 _BOOL = np.dtype(bool)
 _F8, _F4, _C16, _C8 = (np.dtype(n) for n in ("f8", "f4", "c16", "c8"))
+_U1 = np.dtype("u1")
 _WITHOUT_F64 = {_F8: _F4, _C16: _C8}
 _EXAMPLE = {bool: False, int: 0, float: 0.0, complex: 0j}
 _KIND_OF = {bool: _BOOL, int: np.dtype("i8"), float: _F8, complex: _C16}
@@ -55,7 +56,10 @@ def _resolve(op: Op, keys: tuple, float64: bool) -> tuple[tuple[np.dtype, ...], 
     # Mixed kinds as NumPy 2 (bool with int, int with float): an operand may lie outside the
     # category when another one is inside it and the promoted dtypes are.
     inside = [_KIND_OF.get(k, k) in op.accepts for k in keys]
-    if not inside[0] if op.typing == "first" else not any(inside):
+    if op.typing in ("ufunc", "round") and _BOOL not in op.accepts and all(
+            k is bool or k == _BOOL for k in keys) and any(k == _BOOL for k in keys):
+        return _resolve_bool(op, keys)
+    if (not inside[0] if op.typing == "first" else not any(inside)) and not _int_to_float(op, keys):
         raise _category_error(op, keys)
     if op.typing == "where":
         if keys[0] != _BOOL:
@@ -86,6 +90,42 @@ def _resolve(op: Op, keys: tuple, float64: bool) -> tuple[tuple[np.dtype, ...], 
         arrays = {k for k in keys if type(k) is not type}
         args = tuple(_WITHOUT_F64.get(d, d) if d not in arrays else d for d in args)
         out = _WITHOUT_F64.get(out, out) if out not in arrays else out
+    return args, out
+
+
+def _int_to_float(op: Op, keys: tuple) -> bool:
+    """Integer operands of a floating-point function (``sqrt(int64)``, ``sin(int8)``): NumPy
+    computes them in its float loop (float64 for int32/int64, float16 for int8 ...), found
+    by its loop resolution below; the standard leaves such input to the library."""
+    return op.typing == "ufunc" and op.category in _FLOAT_CATEGORIES and all(
+        k is int or (isinstance(k, np.dtype) and k.kind in "iu") for k in keys) and any(
+        isinstance(k, np.dtype) for k in keys)
+
+
+_FLOAT_CATEGORIES = ("floating-point", "real floating-point")
+
+
+def _resolve_bool(op: Op, keys: tuple) -> tuple[tuple[np.dtype, ...], np.dtype]:
+    """Bool operands of a numeric operation, as NumPy: its bool loop where it has one
+    (``add`` is ``or``, ``multiply`` ``and``, comparisons, ``maximum``...), computed on
+    0/1 as ``uint8`` and stored as bool (a kernel's bool store is ``!= 0``, so ``1 + 1``
+    is ``True``); else NumPy's loop for bool (``sin``: ``float16``, ``divide``:
+    ``float64``, ``floor_divide``: ``int8``); ``TypeError`` where NumPy refuses
+    (``subtract``, ``negative``, ``sign``...)."""
+    try:  # (round: np.round of bool is rint's float16, as NumPy)
+        found = op.ufunc.resolve_dtypes((_BOOL,) * op.nin + (None,) * op.ufunc.nout)
+    except TypeError as e:
+        shown = ", ".join("bool" for _ in keys)
+        raise TypeError(
+            f"{op.name}() does not accept ({shown}) (nor does NumPy: {e}); convert the "
+            f"operands first (e.g. ga.astype(x, ga.int8), or use ga.logical_xor / "
+            f"ga.logical_not for booleans)") from None
+    args, out = found[:op.nin], found[op.nin]
+    if all(d == _BOOL for d in args):
+        return (_U1,) * op.nin, out
+    for dt in args:
+        if dt not in op.accepts:
+            raise _category_error(op, keys)
     return args, out
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._array.make import ArrayBase, new_array
 from . import cpu_engine
+from .fusion.trace import Symbol
 from .ownership import filling, working
 
 __all__ = ["REDUCTIONS", "SCANS", "Reduction", "normalize_axes", "reduce", "scan",
@@ -185,6 +186,8 @@ def reduce(name: str, x, axis=None, keepdims: bool = False, dtype=None, correcti
     the row does not take, a bad ``dtype``/``axis``), ``ValueError``/``AxisError``
     (axes; ``max``/``min``/``argmax``/``argmin`` of nothing), ``FreedArrayError``.
     """
+    if isinstance(x, Symbol):  # inside ga.fuse: the final reduction (fusion/trace.py)
+        return x._trace.reduce(name, x, axis, keepdims, dtype)
     row = REDUCTIONS[name]
     _check_array(name, x)
     dt = x._dtype
@@ -314,7 +317,15 @@ def _cpu_reduce(row: Reduction, x, axes, keepdims, result, count, correction) ->
         with np.errstate(all="ignore"):  # device kernels cannot warn; engines alike
             if name in ("sum", "prod", "max", "min", "all", "any"):
                 kw = {"dtype": acc} if row.typing == "sum" else {}
-                _UFUNCS[name].reduce(v, axis=axes, out=z, keepdims=keepdims, **kw)
+                if kw and acc != rd:  # float16: into float32, rounded once (NumPy's buffered
+                    # reduce into a float16 out rounds at every 8192-element chunk)
+                    tmp = _temp(result._shape, acc, x)
+                    temps.append(tmp)
+                    t = cpu_engine.view(tmp)
+                    _UFUNCS[name].reduce(v, axis=axes, out=t, keepdims=keepdims, **kw)
+                    np.copyto(z, t, casting="unsafe")
+                else:
+                    _UFUNCS[name].reduce(v, axis=axes, out=z, keepdims=keepdims, **kw)
             elif name == "count_nonzero":
                 if axes == ():
                     np.not_equal(v, 0, out=z, casting="unsafe")

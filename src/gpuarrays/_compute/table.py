@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy._core import umath  # the clip ufunc (np.clip is a Python wrapper around it)
 
-__all__ = ["CATEGORIES", "DTYPES", "OPS", "BY_UFUNC", "POWERS", "POWER_RULES", "Op",
+__all__ = ["CATEGORIES", "DTYPES", "OPS", "NUMPY_ONLY", "BY_UFUNC", "POWERS", "POWER_RULES", "Op",
            "scalar_power"]
 
 DTYPES = tuple(np.dtype(n) for n in (
@@ -39,6 +39,9 @@ CATEGORIES: dict[str, frozenset[np.dtype]] = {
     "complex floating-point": _COMPLEX,
     "floating-point": _REAL_FLOAT | _COMPLEX,
     "any": frozenset(DTYPES),
+    # NumPy's ufuncs beyond the standard take bool and integers where NumPy's loops do
+    # (``np.cbrt(int8)`` is float16: its loop resolution types the result)
+    "boolean or real numeric": _BOOL | _INT | _REAL_FLOAT,
 }
 """The standard's dtype categories (float16 counts as real floating-point here)."""
 
@@ -136,11 +139,37 @@ def _rows() -> list[Op]:
         Op("tanh", 1, "floating-point", u.tanh),
         Op("trunc", 1, "real numeric", u.trunc),
         Op("where", 3, "any", None, "where"),
+        # NumPy's ufuncs beyond the standard (issue 31): NumPy's names, loops and dtypes
+        Op("bitwise_count", 1, "integer or boolean", u.bitwise_count),
+        Op("cbrt", 1, "boolean or real numeric", u.cbrt),
+        Op("deg2rad", 1, "boolean or real numeric", u.deg2rad),
+        Op("degrees", 1, "boolean or real numeric", u.degrees),
+        Op("exp2", 1, "any", u.exp2),
+        Op("fabs", 1, "boolean or real numeric", u.fabs),
+        Op("float_power", 2, "any", u.float_power),
+        Op("fmax", 2, "any", u.fmax),
+        Op("fmin", 2, "any", u.fmin),
+        Op("fmod", 2, "boolean or real numeric", u.fmod),
+        Op("gcd", 2, "integer", u.gcd),
+        Op("heaviside", 2, "boolean or real numeric", u.heaviside),
+        Op("lcm", 2, "integer", u.lcm),
+        # x2 is an integer exponent (NumPy's loops: float with int32 or int64); a float x2 is
+        # NumPy's TypeError
+        Op("ldexp", 2, "boolean or real numeric", u.ldexp),
+        Op("logaddexp2", 2, "boolean or real numeric", u.logaddexp2),
+        Op("rad2deg", 1, "boolean or real numeric", u.rad2deg),
+        Op("radians", 1, "boolean or real numeric", u.radians),
     ]
 
 
 OPS: dict[str, Op] = {op.name: op for op in _rows()}
-"""The 67 elementwise functions of the standard plus ``where``, by array API name."""
+"""The 67 elementwise functions of the standard plus ``where``, by array API name, then
+NumPy's ufuncs beyond the standard (:data:`NUMPY_ONLY`), by NumPy's name."""
+
+NUMPY_ONLY = frozenset((
+    "bitwise_count", "cbrt", "deg2rad", "degrees", "exp2", "fabs", "float_power", "fmax", "fmin",
+    "fmod", "gcd", "heaviside", "lcm", "ldexp", "logaddexp2", "rad2deg", "radians"))
+"""Rows that are NumPy ufuncs, not functions of the array API standard."""
 
 BY_UFUNC: dict[np.ufunc, Op] = {op.ufunc: op for op in OPS.values()
                                 if op.ufunc is not None and op.name != "clip"}

@@ -120,8 +120,10 @@ class CopyPlan:
 
     ``how`` is ``"memcpy"`` (both dense, same dtype: ``n * itemsize`` bytes),
     ``"bytes"`` (same dtype: the ``copy_bytes`` kernel moving ``word`` bytes at
-    a time) or ``"convert"`` (the ``convert_<dst_key>`` kernel of the program
-    of ``src_key``, with byte-wise accesses where a view is not aligned).
+    a time), ``"rows"`` (same dtype, two or more axes whose last strides are the item
+    size, rows of at least :data:`ROWS_MIN`: ``copy_rows``, launched over
+    :func:`rows_items` work-items) or ``"convert"`` (the ``convert_<dst_key>`` kernel of
+    the program of ``src_key``, with byte-wise accesses where a view is not aligned).
     """
 
     how: str
@@ -135,6 +137,17 @@ class CopyPlan:
     src_aligned: bool = True
     dst_aligned: bool = True
     contiguous: bool = False  # "convert" of two dense 1-d views: the ``convert_<dst>_c`` kernel
+
+
+ROWS_MIN = 64
+"""The shortest rows a strided layout runs by rows for: ``copy_rows`` here, the generated
+kernels' launch by rows (docs/kernels.md "Launch shapes")."""
+
+
+def rows_items(n: int, last: int, local: int) -> int:
+    """The work-items a launch by rows of ``n`` elements in rows of ``last`` takes with
+    groups of ``local``: each row takes whole groups."""
+    return n // last * -(-last // local) * local
 
 
 def plan_copy(dst: RawView, src: RawView, where: str) -> CopyPlan | None:
@@ -153,7 +166,9 @@ def plan_copy(dst: RawView, src: RawView, where: str) -> CopyPlan | None:
         if not shape or (len(shape) == 1 and dstrides[0] == sstrides[0] == itemsize):
             return CopyPlan("memcpy", shape, dstrides, sstrides, n)
         w = word(itemsize, dst.ptr, src.ptr, *dstrides, *sstrides)
-        return CopyPlan("bytes", shape, dstrides, sstrides, n, word=w)
+        rows = (len(shape) >= 2 and dstrides[-1] == sstrides[-1] == itemsize
+                and shape[-1] >= ROWS_MIN)
+        return CopyPlan("rows" if rows else "bytes", shape, dstrides, sstrides, n, word=w)
     skey, dkey = scalar_key(src.dtype), scalar_key(dst.dtype)
     if skey is None or dkey is None:
         raise ValueError(f"{where} cannot convert {src.dtype} to {dst.dtype}")
@@ -226,7 +241,10 @@ class Dialect:
     kernel: str  # what precedes ``void`` in a kernel's declaration
     fn: str  # what precedes a helper function's return type
     glob: str  # qualifier (with its space) of a pointer to device memory
-    prelude: str  # typedefs u8..u64, i8..i64; GRID_START (the element); layout types if any
+    # typedefs u8..u64, i8..i64; GRID_START (the work-item's global index), GROUP_ID,
+    # LOCAL_ID, LOCAL_SIZE (its work-group's index, its index in it, the group's size);
+    # layout types if any
+    prelude: str
     layout: tuple[str, str]  # kernel parameter ``m``: the layout of one view, of two
     layout_ref: tuple[str, str]  # the same as a helper function's parameter
     shape: str  # extent of axis ``d`` of ``m`` (``ndim`` in scope)
@@ -362,9 +380,38 @@ def bytes_source(
                 "        offsets2(i, ndim, m, &od, &os);\n"
                 f"        {g}W *d = ({g}W *)(dst + od);\n"
                 f"        {g}const W *s = ({g}const W *)(src + os);\n" + move),
+        _copy_rows_kernel(d, move),
         *(fill_kernel(d, name, param, value) for name, param, value in fills),
     ]  # fmt: skip
     return "".join(parts)
+
+
+def _copy_rows_kernel(d: Dialect, move: str) -> str:
+    """``copy_rows``: ``copy_bytes`` for two views whose last strides are the item size,
+    by rows of the last axis (:func:`rows_items`): a work-group's items move consecutive
+    elements of one row, whose start is decomposed once per group, so a device vectorises
+    the moves (the generated kernels' launch by rows, docs/kernels.md)."""
+    g, (sa, sb), shape = d.glob, d.strides, d.shape
+    last = shape.replace("d]", "ndim - 1]")
+    return f"""
+{d.kernel} void copy_rows({", ".join(_two_views(d))}) {{
+    i64 per = ({last} + LOCAL_SIZE - 1) / LOCAL_SIZE;
+    i64 iy = GROUP_ID / per;
+    i64 ix = (GROUP_ID - iy * per) * LOCAL_SIZE + LOCAL_ID;
+    if (ix < {last}) {{
+        i64 od = ix * ITEMSIZE, os = ix * ITEMSIZE;
+        for (int d = ndim - 2; d >= 0; --d) {{
+            i64 e = {shape};
+            i64 k = iy % e;
+            iy /= e;
+            od += k * {sa};
+            os += k * {sb};
+        }}
+        {g}W *d = ({g}W *)(dst + od);
+        {g}const W *s = ({g}const W *)(src + os);
+{move}    }}
+}}
+"""
 
 
 _WORD_TYPE = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
@@ -460,8 +507,8 @@ class DeviceOps:
     ``_states`` dict and ``_lock``, and the platform calls: ``_new_state``
     (context and queue/stream of a device), ``_copy`` (bytes between any two
     addresses, waiting for them when asked), ``_memset`` (a dense fill without
-    a kernel, or False), ``_launch_fill``, ``_launch_copy`` (a ``"bytes"`` or
-    ``"convert"`` plan).
+    a kernel, or False), ``_launch_fill``, ``_launch_copy`` (a ``"bytes"``,
+    ``"rows"`` or ``"convert"`` plan).
     """
 
     name: str

@@ -12,7 +12,7 @@ function returning an object that satisfies :class:`Backend` (or raising
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -169,6 +169,26 @@ class BinaryCache(Protocol):
 
     def load(self, key: bytes) -> bytes | None: ...
     def save(self, key: bytes, image: bytes) -> None: ...
+
+
+# The disk cache of compiled programs (docs/kernels.md, "Kernel caches").  The back-ends
+# sit below the compute layer, which owns the cache: that layer installs a function
+# returning the cache to use now (or None: off), which a back-end reads at every build of
+# its own data-movement programs; generated kernels get theirs through compile_kernel(cache=).
+_binary_cache_provider: Callable[[], BinaryCache | None] | None = None
+
+
+def use_binary_cache(provider: Callable[[], BinaryCache | None] | None) -> None:
+    """Where back-ends keep their own programs between processes: ``provider()`` gives the
+    ``BinaryCache`` to use at each build (None: none); None uninstalls it."""
+    global _binary_cache_provider
+    _binary_cache_provider = provider
+
+
+def binary_cache() -> BinaryCache | None:
+    """The ``BinaryCache`` installed for back-ends' own programs now, or None."""
+    provider = _binary_cache_provider
+    return None if provider is None else provider()
 
 
 @runtime_checkable

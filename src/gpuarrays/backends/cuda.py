@@ -182,6 +182,9 @@ _PRELUDE = f"""
 #define MAX_DIMS {MAX_DIMS}
 #define DEV static __device__ __forceinline__
 #define GRID_START ((long long)blockIdx.x * blockDim.x + threadIdx.x)
+#define GROUP_ID ((long long)blockIdx.x)
+#define LOCAL_ID ((long long)threadIdx.x)
+#define LOCAL_SIZE ((long long)blockDim.x)
 
 typedef unsigned char u8;
 typedef unsigned short u16;
@@ -366,7 +369,7 @@ def bytes_source(itemsize: int, word: int) -> str:
 
 
 def bytes_kernel_names(itemsize: int) -> tuple[str, ...]:
-    names = ("copy_bytes", "fill_bytes_ptr")
+    names = ("copy_bytes", "copy_rows", "fill_bytes_ptr")
     return names + (("fill_bytes",) if itemsize <= _VALUE_PARAM_MAX else ())
 
 
@@ -874,8 +877,13 @@ class CudaBackend(DeviceOps):
             self._launch(index, fn, plan.n, args)
 
     def _launch_copy(self, index: int, dst: RawView, src: RawView, plan: CopyPlan) -> None:
-        if plan.how == "bytes":
-            _, fn = self._bytes_function(index, dst.dtype.itemsize, plan.word, "copy_bytes")
+        items = plan.n
+        if plan.how in ("bytes", "rows"):
+            name = "copy_rows" if plan.how == "rows" else "copy_bytes"
+            _, fn = self._bytes_function(index, dst.dtype.itemsize, plan.word, name)
+            if plan.how == "rows":  # _launch's blocks: launch_shape("gpu", ...)
+                items = _kernels.rows_items(plan.n, plan.shape[-1],
+                                            _kernels.launch_shape("gpu", 1)[1])
         else:
             skey, aligned = plan.src_key, (plan.src_aligned, plan.dst_aligned)
             _, fn = self._function(
@@ -888,7 +896,7 @@ class CudaBackend(DeviceOps):
         layout = _layout(plan.shape, plan.dst_strides, plan.src_strides)
         args = [ctypes.c_uint64(dst.ptr), ctypes.c_uint64(src.ptr), layout,
                 ctypes.c_int32(len(plan.shape)), ctypes.c_int64(plan.n)]  # fmt: skip
-        self._launch(index, fn, plan.n, args)
+        self._launch(index, fn, items, args)
 
     class _Temporary:
         """A device buffer holding a host array for one launch; freed after the stream drains."""

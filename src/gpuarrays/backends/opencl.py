@@ -29,14 +29,15 @@ Decisions (docs/design.md, "The back-end interface"):
   byte addresses, and views whose addresses or strides are not multiples of the
   element size use byte-wise loads and stores.  float16 goes through
   ``vload_half``/``vstore_half``, so ``cl_khr_fp16`` is not needed to store it.
-* **float16 support is reported honestly**: ``DeviceInfo.float16`` (hence
-  ``dev.supports(np.float16)``) is true only for devices that can *compute*
-  with ``half`` -- ``cl_khr_fp16`` or a non-zero ``CL_DEVICE_HALF_FP_CONFIG``.
-  Storing and copying float16 would work everywhere thanks to
-  ``vload_half``/``vstore_half``, but a float16 array that no kernel on the
-  device (PyOpenCL's, a user's) can do arithmetic on is not what a user who
-  asks ``supports(float16)`` means.  PoCL's CPU device has neither the
-  extension nor a half config (checked with pocl-binary-distribution 3.0), so it refuses float16.
+* **float16 on every device**: ``DeviceInfo.float16`` (hence
+  ``dev.supports(np.float16)``) is true everywhere: float16 is stored as 16
+  bits through ``vload_half``/``vstore_half`` (no ``cl_khr_fp16`` needed) and
+  every kernel family of gpuarrays computes it in ``float``, rounding once at
+  the store, as NumPy's float16 loops do.  Whether the device also has native
+  ``half`` arithmetic (``cl_khr_fp16`` or a non-zero
+  ``CL_DEVICE_HALF_FP_CONFIG``) is a separate fact,
+  :meth:`OpenCLBackend.half_arithmetic`, for code that writes its own kernels
+  in ``half`` (PyOpenCL's, a user's).  PoCL's CPU device lacks it (3.0 and 3.1).
 * :meth:`OpenCLBackend.context_and_queue` hands out the PyOpenCL context and
   queue of a device (public through ``gpuarrays.interop.pyopencl``), so other
   libraries enqueue on the same in-order queue as we do.
@@ -46,6 +47,16 @@ Decisions (docs/design.md, "The back-end interface"):
   ``register_host``/``unregister_host`` do nothing.
 * ``mem_info`` reports free memory as the device's global memory minus what
   this back-end has allocated on it (OpenCL has no free-memory query).
+* **Compiled programs outlive the process** in a ``BinaryCache`` (base.py):
+  the one ``compile_kernel`` is given, and for the data-movement kernels the
+  one the compute layer installs with ``base.use_binary_cache`` (the disk cache,
+  ``_compute/device/diskcache.py``).  A program is keyed by its source, its build
+  options and the device and runtime that built it (:meth:`OpenCLBackend._binary_key`),
+  loaded with ``clCreateProgramWithBinary``, and saved from ``CL_PROGRAM_BINARIES``
+  only after its first launch has run, because PoCL compiles the work-group
+  function of a local size at the first launch and puts it in the binary read
+  afterwards (docs/kernels.md, "Kernel caches").  A binary the runtime refuses is
+  compiled again from source and its entry replaced.
 """
 
 from __future__ import annotations
@@ -53,8 +64,10 @@ from __future__ import annotations
 import bisect
 import ctypes
 import ctypes.util
+import atexit
 import os
 import threading
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,7 +75,15 @@ import numpy as np
 from .._common.errors import BackendError
 from . import _kernels
 from ._hostmem import advise_huge_pages
-from .base import BackendOutOfMemory, BackendUnavailable, DeviceInfo, PointerInfo, RawView
+from .base import (
+    BackendOutOfMemory,
+    BackendUnavailable,
+    BinaryCache,
+    binary_cache,
+    DeviceInfo,
+    PointerInfo,
+    RawView,
+)
 
 __all__ = ["OpenCLBackend", "load"]
 
@@ -79,6 +100,9 @@ CL_MEM_SVM_FINE_GRAIN_BUFFER = 1 << 10
 CL_DEVICE_SVM_COARSE_GRAIN_BUFFER = 1 << 0
 CL_DEVICE_SVM_FINE_GRAIN_BUFFER = 1 << 1
 CL_PROGRAM_BUILD_LOG = 0x1183
+CL_PROGRAM_BINARY_SIZES = 0x1165
+CL_PROGRAM_BINARIES = 0x1166
+CL_PROGRAM_NUM_KERNELS = 0x1167
 CL_KERNEL_WORK_GROUP_SIZE = 0x11B0
 CL_KERNEL_PROGRAM = 0x1194
 CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 7
@@ -96,6 +120,23 @@ def _runtime_cache() -> str:
         return explicit
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return f"{os.path.join(base, 'pocl', 'kcache')} (PoCL's; another runtime's own cache folder)"
+
+
+# A program with more kernels is not saved to the disk cache (base.binary_cache):
+# reading a PoCL binary compiles a work-group function for every kernel of the program
+# (measured ~0.1 s each), so the 26-kernel conversion programs would cost ~3 s to save.
+_SAVE_MAX_KERNELS = 4
+
+
+class _Unsaved:
+    """A program built from source whose binary is not on disk yet: it is read and saved
+    at the first point where a launch of it has surely run (``_save_unsaved``)."""
+
+    __slots__ = ("program", "key", "cache", "launched")
+
+    def __init__(self, program: int, key: bytes, cache: BinaryCache) -> None:
+        self.program, self.key, self.cache, self.launched = program, key, cache, False
+
 
 _FILL_PATTERN_MAX = 128  # clEnqueueSVMMemFill's largest pattern
 # Uploads of at most this many bytes do not wait for the device: the data is copied to a
@@ -131,6 +172,12 @@ _SIGNATURES = {
     ),
     "clBuildProgram": (_int, [_vp, _uint, ctypes.POINTER(_vp), ctypes.c_char_p, _vp, _vp]),
     "clGetProgramBuildInfo": (_int, [_vp, _vp, _uint, _size, _vp, ctypes.POINTER(_size)]),
+    "clCreateProgramWithBinary": (
+        _vp,
+        [_vp, _uint, ctypes.POINTER(_vp), ctypes.POINTER(_size), ctypes.POINTER(ctypes.c_char_p),
+         ctypes.POINTER(_int), ctypes.POINTER(_int)],
+    ),
+    "clGetProgramInfo": (_int, [_vp, _uint, _size, _vp, ctypes.POINTER(_size)]),
     "clCreateKernel": (_vp, [_vp, ctypes.c_char_p, ctypes.POINTER(_int)]),
     "clGetKernelInfo": (_int, [_vp, _uint, _size, _vp, _vp]),
     "clReleaseKernel": (_int, [_vp]),
@@ -207,15 +254,50 @@ def _float_to_int(dst_key: str, v: str) -> str:
 
 
 def _half_src(doubles: bool) -> str:
-    """float16 through ``vload_half``/``vstore_half_rte`` (no ``cl_khr_fp16`` needed)."""
+    """float16 to and from float by bit operations and selects (no ``cl_khr_fp16`` needed,
+    no branch: a device vectorises them), with NumPy's results (``npy_halfbits_to_floatbits``
+    and ``npy_floatbits_to_halfbits``): rounding to nearest even, subnormals, and NaNs
+    whose payload's bits move with them (a signalling NaN stays one).  PoCL's
+    ``vload_half`` quiets a signalling NaN and its ``vstore_half`` stores every NaN as
+    ``0x7fff``, so a ``where`` or a masked assignment over float16 would otherwise change
+    the bits of the NaNs it only passes through.  (Measured, 16 M elements on PoCL: the
+    builtins behind branches for the NaNs ran at 1.6-1.8x a bare ``vload_half`` /
+    ``vstore_half`` kernel; these at its speed.)
+
+    To half: a subnormal result is the float's sum with 2**-1 (``0x3f000000``), whose
+    low bits are then the half's, rounded by the float addition; a normal one is the
+    float's bits rebased (exponent - 112) with the rounding increment ``0xfff`` plus the
+    kept mantissa's lowest bit (ties to even) before the shift.  From double the same,
+    with 2**28 (``0x41b0000000000000``), exponent - 1008 and ``2**41 - 1``: one rounding,
+    never through float.
+    """
     src = (
-        "inline float half_to_float(u16 h) { return vload_half(0, (const half *)&h); }\n"
-        "inline u16 float_to_half(float v) { u16 h; vstore_half_rte(v, 0, (half *)&h); return h; }\n"
+        "inline float half_to_float(u16 h) {\n"
+        "    uint e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
+        "    uint bits = (e == 0x1fu ? 0x7f800000u : (e + 112u) << 23) | (m << 13);\n"
+        "    float v = e == 0 ? (float)m * 5.9604644775390625e-8f : as_float(bits);\n"
+        "    return as_float(as_uint(v) | ((uint)(h & 0x8000u) << 16));\n}\n"
+        "inline u16 float_to_half(float v) {\n"
+        "    uint b = as_uint(v), a = b & 0x7fffffffu;\n"
+        "    uint nan = 0x7c00u + ((a & 0x7fffffu) >> 13);\n"
+        "    nan = nan == 0x7c00u ? 0x7c01u : nan;\n"
+        "    uint sub = as_uint(as_float(a) + 0.5f) - 0x3f000000u;\n"
+        "    uint norm = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13;\n"
+        "    uint h = a > 0x7f800000u ? nan : (a >= 0x47800000u ? 0x7c00u :\n"
+        "             (a < 0x38800000u ? sub : norm));\n"
+        "    return (u16)(h | ((b >> 16) & 0x8000u));\n}\n"
     )
     if doubles:
         src += (
-            "inline u16 double_to_half(double v) "
-            "{ u16 h; vstore_half_rte(v, 0, (half *)&h); return h; }\n"
+            "inline u16 double_to_half(double v) {\n"
+            "    ulong b = as_ulong(v), a = b & 0x7fffffffffffffffUL;\n"
+            "    uint nan = 0x7c00u + (uint)((a & 0xfffffffffffffUL) >> 42);\n"
+            "    nan = nan == 0x7c00u ? 0x7c01u : nan;\n"
+            "    uint sub = (uint)(as_ulong(as_double(a) + 268435456.0) - 0x41b0000000000000UL);\n"
+            "    uint norm = (uint)((a + 0xc10001ffffffffffUL + ((a >> 42) & 1UL)) >> 42);\n"
+            "    uint h = a > 0x7ff0000000000000UL ? nan : (a >= 0x40f0000000000000UL ? 0x7c00u :\n"
+            "             (a < 0x3f10000000000000UL ? sub : norm));\n"
+            "    return (u16)(h | (uint)((b >> 48) & 0x8000u));\n}\n"
         )
     return src
 
@@ -236,6 +318,9 @@ typedef short i16;
 typedef int i32;
 typedef long i64;
 #define GRID_START ((i64)get_global_id(0))
+#define GROUP_ID ((i64)get_group_id(0))
+#define LOCAL_ID ((i64)get_local_id(0))
+#define LOCAL_SIZE ((i64)get_local_size(0))
 """,
     layout=("__global const i64 *m", "__global const i64 *m"),
     layout_ref=("__global const i64 *m", "__global const i64 *m"),
@@ -257,10 +342,14 @@ def _bytes_source(itemsize: int, word: int) -> str:
 
 def _convert_source(src_key: str, dst_keys: tuple[str, ...], src_aligned: bool,
                     dst_aligned: bool) -> str:  # fmt: skip
-    """OpenCL C converting from one source type: a kernel ``convert_<dst>`` per destination.
+    """OpenCL C converting from one source type: kernels ``convert_<dst>`` and
+    ``convert_<dst>_c`` per destination.
 
-    One program per source type keeps the number of builds small (a build costs
-    far more than a kernel in it on PoCL).
+    The back-end builds one program per (source, destination) pair: measured on PoCL 3.1,
+    a pair's program builds in ~0.15 s and all 13 destinations' in ~0.85 s, so a process
+    converting one type to up to five others builds less; and a program of two kernels
+    goes to the disk cache, where reading the binary of the 26-kernel program would cost
+    ~3 s (``_SAVE_MAX_KERNELS``).
     """
     return _kernels.convert_source(_OPENCL_C, src_key, dst_keys, src_aligned, dst_aligned)
 
@@ -289,6 +378,10 @@ class _DeviceState:
     # all becomes None), so ``let_go`` counts them from the first ever kept.
     kept: list = field(default_factory=list)
     kept_before: int = 0  # entries let go so far
+    # Programs built from source, not saved to the disk cache yet, and the same entries
+    # by each of their cl_kernels, so that a launch can mark its program launched.
+    unsaved: list[_Unsaved] = field(default_factory=list)
+    unsaved_of: dict[int, _Unsaved] = field(default_factory=dict)
 
     def kept_mark(self) -> int:
         """How many entries were ever kept: read before a blocking command is enqueued."""
@@ -337,12 +430,12 @@ class _Kernel:
     __slots__ = ("_backend", "_index", "_source", "_name", "_slots", "_refs", "_sizes",
                  "_skip", "_last", "_state", "_handle", "_lock", "_gsize", "_lsize", "_gref",
                  "_lref", "_set_ptr", "_set_arg", "_enqueue", "_flush", "_max_local",
-                 "_params")
+                 "_params", "_cache", "_unsaved")
 
     def __init__(self, backend: OpenCLBackend, index: int, source: str, name: str,
-                 params: tuple[str, ...]) -> None:  # fmt: skip
+                 params: tuple[str, ...], cache: BinaryCache | None = None) -> None:  # fmt: skip
         self._backend, self._index, self._source, self._name = backend, index, source, name
-        self._params = params
+        self._params, self._cache = params, cache
         try:
             self._slots = [None if t == "ptr" else _ARG_CTYPES[t]() for t in params]
         except KeyError as exc:
@@ -368,7 +461,9 @@ class _Kernel:
 
     def _bind(self) -> None:
         self._state, self._handle = self._backend._compute_kernel(
-            self._index, self._source, self._name)
+            self._index, self._source, self._name, self._cache)
+        # the program's entry while it waits to be saved: the first launch marks it
+        self._unsaved = self._state.unsaved_of.get(self._handle)
         self._last = [None] * len(self._slots)
         self._max_local = self._backend._local_size(self._index, self._handle, 1 << 30)
 
@@ -390,6 +485,8 @@ class _Kernel:
         """
         if self._backend._states.get(self._index) is not self._state:
             self._bind()
+        if self._unsaved is not None:  # the compiled core launches it next
+            self._unsaved.launched, self._unsaved = True, None
         backend, state, lib = self._backend, self._state, self._backend._lib
         handle = backend._second_kernel(self._index, state, self._source, self._name,
                                         self._handle)
@@ -427,6 +524,8 @@ class _Kernel:
             q = self._state.q
             code = self._enqueue(q, k, 1, None, self._gref, self._lref if local_size else None,
                                  0, None, None)
+            if self._unsaved is not None and not code:
+                self._unsaved.launched, self._unsaved = True, None
         if code:
             _check("clEnqueueNDRangeKernel", code)
         if self._flush is not None:
@@ -454,7 +553,12 @@ class OpenCLBackend(_kernels.DeviceOps):
         self._allocated = [0] * len(devices)  # bytes allocated per device
         # Devices found but left out by load(): "name (platform)" -> why (a compiler problem).
         self.left_out: dict[str, str] = {}
-        self.builds = 0  # programs built (docs/kernels.md, "Kernel caches")
+        self.builds = 0  # programs built from source (docs/kernels.md, "Kernel caches")
+        self.binary_loads = 0  # programs made from a cached binary
+        self.binary_refusals = 0  # cached binaries the runtime refused (built from source)
+        self.binary_saves = 0  # binaries handed to a cache
+        self._identities: dict[int, bytes] = {}  # device -> what a binary depends on
+        self._exit_saves = False  # the exit handler that saves what is left is registered
         self._compiled: dict[tuple[int, str, str], _Kernel] = {}
         self._hints = ["cpu" if dev.type & cl_module.device_type.CPU else "gpu" for dev in devices]
         # Never fast-math (docs/kernels.md, "Accuracy"); float32 / and sqrt correctly
@@ -492,7 +596,7 @@ class OpenCLBackend(_kernels.DeviceOps):
             kinds=kinds,
             accelerator=bool(dev.type & cl.device_type.GPU) and "device" in kinds,
             float64="cl_khr_fp64" in extensions or bool(dev.double_fp_config),
-            float16=_has_fp16(cl, dev, extensions),
+            float16=True,  # stored as 16 bits, computed in float (module docstring)
             host_kinds=on_host,
         )
 
@@ -511,6 +615,15 @@ class OpenCLBackend(_kernels.DeviceOps):
 
     def device_info(self, index: int) -> DeviceInfo:
         return self._infos[index]
+
+    def half_arithmetic(self, index: int) -> bool:
+        """Whether device ``index`` computes in ``half`` natively (``cl_khr_fp16``).
+
+        Not needed for float16 arrays (every device holds and computes them,
+        see the module docstring); for kernels written in ``half`` by hand.
+        """
+        dev = self._devices[index]
+        return _has_fp16(self._cl, dev, dev.extensions.split())
 
     def _new_state(self, index: int) -> _DeviceState:
         """A context and an in-order queue for the device (on first use, after a reset)."""
@@ -594,6 +707,8 @@ class OpenCLBackend(_kernels.DeviceOps):
         _check("clEnqueueSVMMemcpy", code)
         if wait:  # an in-order queue has run everything before this copy
             state.let_go(mark)
+            if state.unsaved:
+                self._save_unsaved(state)
 
     def memcpy(self, index: int, dst: int, src: int, nbytes: int) -> None:
         dst_dev, src_dev = self._owner(dst), self._owner(src)
@@ -658,15 +773,25 @@ class OpenCLBackend(_kernels.DeviceOps):
         with state.lock:
             handle = state.kernels.get((key, name))
             if handle is None:
-                made = self._built_kernels(index, state, source_fn(), _kernel_names(key))
+                cache = binary_cache()
+                made = self._built_kernels(index, state, source_fn(), _kernel_names(key),
+                                           cache=cache)
                 for kname, k in made.items():
                     state.kernels[(key, kname)] = (k, self._local_size(index, k))
                 handle = state.kernels[(key, name)]
         return state, handle
 
     def _built_kernels(self, index: int, state: _DeviceState, source: str,
-                       names: tuple[str, ...], options: bytes = b"") -> dict[str, int]:
-        """The kernels ``names`` of ``source``, built.
+                       names: tuple[str, ...], options: bytes = b"",
+                       cache: BinaryCache | None = None) -> dict[str, int]:
+        """The kernels ``names`` of ``source``, built (or loaded from ``cache``).
+
+        With a ``cache``, a binary stored for this source, these options and this
+        device and runtime is loaded instead of compiling; one the runtime refuses
+        (not a binary of it, a failed build, kernels missing) counts in
+        ``binary_refusals`` and the source is compiled as without a cache.  A program
+        compiled from source waits in ``state.unsaved`` until its first launch has run,
+        then its binary replaces the entry (``_save_unsaved``).
 
         A runtime whose kernel cache holds a damaged entry (PoCL's, after a compiler that
         died while writing it) "builds" the program and then lacks its kernels
@@ -674,6 +799,16 @@ class OpenCLBackend(_kernels.DeviceOps):
         cache has never seen (a comment added), and if that too lacks them, the
         :class:`BackendError` says which folder to delete.
         """
+        key = None
+        if cache is not None:
+            key = self._binary_key(index, source, options)
+            image = cache.load(key)
+            if image is not None:
+                made = self._loaded_kernels(index, state, image, names, options)
+                if made is not None:
+                    self.binary_loads += 1
+                    return made
+                self.binary_refusals += 1
         for attempt in range(2):
             text = source if attempt == 0 else source + _REBUILD_MARK
             program = self._build(index, state, text, options)
@@ -689,12 +824,122 @@ class OpenCLBackend(_kernels.DeviceOps):
                        f"clCreateKernel({kname}) failed: {_code_name(err.value)}")
                 made[kname] = k
             else:
+                if key is not None:
+                    self._remember_unsaved(state, program, key, cache, made.values())
                 return made
         raise BackendError(
             "clCreateKernel", _code_name(CL_INVALID_KERNEL_NAME),
             f"the OpenCL runtime built a program that lacks its kernel {kname}, twice (the "
             f"second time from a source its cache had never seen): its kernel cache may hold "
             f"damaged entries; delete {_runtime_cache()} and run again")
+
+    # the disk cache of programs (module docstring; docs/kernels.md, "Kernel caches") -------
+    def _binary_key(self, index: int, source: str, options: bytes) -> bytes:
+        """Everything a binary of ``source`` depends on: the device and the runtime that
+        built it (names and versions: another PoCL, another LLVM, another CPU give
+        another key), the build options and the source."""
+        identity = self._identities.get(index)
+        if identity is None:
+            dev = self._devices[index]
+            plat = dev.platform
+            identity = "\0".join([
+                "opencl-program-1", plat.name.strip(), plat.vendor.strip(),
+                plat.version.strip(), dev.name.strip(), dev.vendor.strip(),
+                dev.version.strip(), dev.driver_version.strip(), str(int(dev.type)),
+            ]).encode()
+            self._identities[index] = identity
+        return b"\0".join([identity, options, source.encode()])
+
+    def _loaded_kernels(self, index: int, state: _DeviceState, image: bytes,
+                        names: tuple[str, ...], options: bytes) -> dict[str, int] | None:
+        """The kernels ``names`` of a program made from the binary ``image``, or None when
+        the runtime refuses it (whatever it created is released)."""
+        lib = self._lib
+        dev = _vp(self._devices[index].int_ptr)
+        size, data = _size(len(image)), ctypes.c_char_p(image)
+        status, err = _int(0), _int(0)
+        program = lib.clCreateProgramWithBinary(state.ctx, 1, ctypes.byref(dev),
+                                                ctypes.byref(size), ctypes.byref(data),
+                                                ctypes.byref(status), ctypes.byref(err))
+        if not program:
+            return None
+        made: dict[str, int] = {}
+        ok = (err.value == CL_SUCCESS and status.value == CL_SUCCESS
+              and lib.clBuildProgram(program, 1, ctypes.byref(dev), options, None, None)
+              == CL_SUCCESS)
+        for kname in names if ok else ():
+            k = lib.clCreateKernel(program, kname.encode(), ctypes.byref(err))
+            if err.value != CL_SUCCESS or not k:
+                ok = False
+                break
+            made[kname] = k
+        if not ok:
+            for k in made.values():
+                lib.clReleaseKernel(k)
+            lib.clReleaseProgram(program)
+            return None
+        state.programs.append(program)
+        return made
+
+    def _remember_unsaved(self, state: _DeviceState, program: int, key: bytes,
+                          cache: BinaryCache, kernels) -> None:
+        """Keep ``program`` (just built from source) to be saved after its first launch;
+        a program of many kernels is not kept (``_SAVE_MAX_KERNELS``)."""
+        count = _size(0)
+        code = self._lib.clGetProgramInfo(program, CL_PROGRAM_NUM_KERNELS, ctypes.sizeof(count),
+                                          ctypes.byref(count), None)
+        if code != CL_SUCCESS or count.value > _SAVE_MAX_KERNELS:
+            return
+        entry = _Unsaved(program, key, cache)
+        with state.lock:
+            state.unsaved.append(entry)
+            for k in kernels:
+                state.unsaved_of[k] = entry
+        if not self._exit_saves:
+            self._exit_saves = True
+            atexit.register(self._save_at_exit, os.getpid())
+
+    def _save_unsaved(self, state: _DeviceState, everything: bool = False) -> None:
+        """Save the binaries of the programs in ``state.unsaved`` that were launched (all
+        of them with ``everything``).  Called where the queue has run all the work
+        enqueued before: the launched programs' work-group functions are compiled."""
+        with state.lock:
+            ready = [u for u in state.unsaved if everything or u.launched]
+            if not ready:
+                return
+            state.unsaved = [u for u in state.unsaved if not (everything or u.launched)]
+            done = set(map(id, ready))
+            for k in [k for k, u in state.unsaved_of.items() if id(u) in done]:
+                del state.unsaved_of[k]
+        for u in ready:
+            image = self._program_binary(u.program)
+            if image:
+                u.cache.save(u.key, image)
+                self.binary_saves += 1
+
+    def _program_binary(self, program: int) -> bytes | None:
+        """``CL_PROGRAM_BINARIES`` of a program built for one device (None: not given)."""
+        lib = self._lib
+        size = _size(0)
+        code = lib.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, ctypes.sizeof(size),
+                                    ctypes.byref(size), None)
+        if code != CL_SUCCESS or not size.value:
+            return None
+        buf = ctypes.create_string_buffer(size.value)
+        ptrs = (_vp * 1)(ctypes.addressof(buf))
+        code = lib.clGetProgramInfo(program, CL_PROGRAM_BINARIES, ctypes.sizeof(ptrs), ptrs, None)
+        return buf.raw if code == CL_SUCCESS else None
+
+    def _save_at_exit(self, pid: int) -> None:
+        """At interpreter exit, the programs still unsaved go to their caches (not in a
+        forked child: its parent's queues are not its own); silently, never raising."""
+        if os.getpid() != pid:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for state in list(self._states.values()):
+                if state.unsaved and self._lib.clFinish(state.q) == CL_SUCCESS:
+                    self._save_unsaved(state, everything=True)
 
     def _build(self, index: int, state: _DeviceState, source: str, options: bytes = b"") -> int:
         lib = self._lib
@@ -744,6 +989,10 @@ class OpenCLBackend(_kernels.DeviceOps):
         lib = self._lib
         kernel, local = kernel
         buffers = []
+        if state.unsaved_of:
+            entry = state.unsaved_of.get(kernel)
+            if entry is not None:
+                entry.launched = True
         with state.lock:
             try:
                 for i, (what, value) in enumerate(args):
@@ -818,8 +1067,12 @@ class OpenCLBackend(_kernels.DeviceOps):
         self._launch(state, kernel, plan.n, args)
 
     def _launch_copy(self, index: int, dst: RawView, src: RawView, plan: _kernels.CopyPlan) -> None:
-        if plan.how == "bytes":
-            state, kernel = self._bytes_kernel(index, dst.dtype.itemsize, plan.word, "copy_bytes")
+        items = plan.n
+        if plan.how in ("bytes", "rows"):
+            name = "copy_rows" if plan.how == "rows" else "copy_bytes"
+            state, kernel = self._bytes_kernel(index, dst.dtype.itemsize, plan.word, name)
+            if plan.how == "rows":
+                items = _kernels.rows_items(plan.n, plan.shape[-1], kernel[1])
         else:
             skey, dkey = plan.src_key, plan.dst_key
             targets = _kernels.convert_targets(skey, doubles=self._infos[index].float64)
@@ -828,15 +1081,15 @@ class OpenCLBackend(_kernels.DeviceOps):
                     f"opencl:{index} cannot convert {src.dtype} to {dst.dtype} (no float64)"
                 )
             aligned = (plan.src_aligned, plan.dst_aligned)
-            key = ("convert", skey, targets, *aligned)
+            key = ("convert", skey, (dkey,), *aligned)  # one program per pair (_convert_source)
             state, kernel = self._kernel(
-                index, key, lambda: _convert_source(skey, targets, *aligned),
+                index, key, lambda: _convert_source(skey, (dkey,), *aligned),
                 f"convert_{dkey}{'_c' if plan.contiguous else ''}"
             )
         meta = np.array(plan.shape + plan.dst_strides + plan.src_strides, np.int64)
         args = [("svm", dst.ptr), ("svm", src.ptr), ("buf", meta), ("int", len(plan.shape)),
                 ("long", plan.n)]  # fmt: skip
-        self._launch(state, kernel, plan.n, args)
+        self._launch(state, kernel, items, args)
 
     # generated kernels (KernelBackend in base.py) ---------------------------------
     dialect = _OPENCL_C
@@ -844,27 +1097,31 @@ class OpenCLBackend(_kernels.DeviceOps):
     def launch_hint(self, index: int) -> str:
         return self._hints[index]
 
-    def compile_kernel(self, index: int, source: str, name: str, params, cache=None) -> _Kernel:
+    def compile_kernel(self, index: int, source: str, name: str, params,
+                       cache: BinaryCache | None = None) -> _Kernel:
         """The kernel ``name`` of ``source`` on device ``index``, built on first request.
 
-        ``cache`` is ignored: PoCL and the GPU drivers keep their own binary caches.
+        With ``cache``, the program's binary is loaded from it when there, and saved to
+        it after the first launch otherwise (module docstring); the kernel keeps the
+        cache for the rebuild after a device reset.
         """
         key = (index, source, name)
         kernel = self._compiled.get(key)
         if kernel is None:  # compiled outside the back-end's lock (the program is built once)
-            made = _Kernel(self, index, source, name, tuple(params))
+            made = _Kernel(self, index, source, name, tuple(params), cache)
             with self._lock:
                 kernel = self._compiled.setdefault(key, made)
         return kernel
 
-    def _compute_kernel(self, index: int, source: str, name: str) -> tuple[_DeviceState, int]:
+    def _compute_kernel(self, index: int, source: str, name: str,
+                        cache: BinaryCache | None = None) -> tuple[_DeviceState, int]:
         """A fresh ``cl_kernel`` for ``name`` of ``source`` in the device's current state."""
         state = self._state(index)
         with state.lock:
             handle = state.compute.get((source, name))
             if handle is None:
                 handle = self._built_kernels(index, state, source, (name,),
-                                             self._compute_options[index])[name]
+                                             self._compute_options[index], cache)[name]
                 state.compute[(source, name)] = handle
         return state, handle
 
@@ -894,6 +1151,8 @@ class OpenCLBackend(_kernels.DeviceOps):
             mark = state.kept_mark()
             _check("clFinish", self._lib.clFinish(state.q))
             state.let_go(mark)
+            if state.unsaved:
+                self._save_unsaved(state)
 
     def reset(self, index: int) -> None:
         with self._lock:
@@ -906,7 +1165,9 @@ class OpenCLBackend(_kernels.DeviceOps):
         if state is None:
             return
         lib = self._lib
-        lib.clFinish(state.q)  # best effort: a failed queue is being thrown away
+        # best effort: a failed queue is being thrown away
+        if lib.clFinish(state.q) == CL_SUCCESS and state.unsaved:
+            self._save_unsaved(state)  # the launched ones (the others would be built again)
         for p in ptrs:
             lib.clSVMFree(state.ctx, p)
         for k, _ in state.kernels.values():
@@ -938,11 +1199,10 @@ class OpenCLBackend(_kernels.DeviceOps):
 def _has_fp16(cl, dev, extensions: list[str]) -> bool:
     """Whether the device computes in ``half``: ``cl_khr_fp16`` or a half-precision config.
 
-    Our own kernels only *store* float16 (``vload_half``/``vstore_half`` work
-    without the extension), but ``supports(float16)`` promises more: that code
-    on the device -- PyOpenCL kernels over our arrays, for instance -- can
-    compute with it.  So a device without half arithmetic (PoCL's CPU device)
-    refuses float16 arrays, as docs/design.md ("The back-end interface") says.
+    gpuarrays' own kernels never need it (they load and store float16 with
+    ``vload_half``/``vstore_half`` and compute in ``float``), so this is not
+    ``supports(float16)``; it tells code that writes its own kernels in
+    ``half`` whether it may (:meth:`OpenCLBackend.half_arithmetic`).
     """
     if "cl_khr_fp16" in extensions:
         return True
@@ -955,7 +1215,7 @@ def _has_fp16(cl, dev, extensions: list[str]) -> bool:
 def _kernel_names(key: tuple) -> tuple[str, ...]:
     if key[0] == "convert":
         return _kernels.convert_kernel_names(key[2])
-    return ("copy_bytes", "fill_bytes")
+    return ("copy_bytes", "copy_rows", "fill_bytes")
 
 
 def _all_devices(cl) -> list:

@@ -31,6 +31,7 @@ def _info(args: argparse.Namespace) -> int:
     print(f"default device: {default_device()}"
           + (f" ({', '.join(f'{k}={v}' for k, v in env.items())})" if env else ""))
     print(f"pool granularity: {GRANULARITY} B (byte counts are pool block sizes)")
+    _print_kernel_cache(format_bytes)
     for dev in ga.devices():
         stats = ga.memory_stats(dev)
         print(f"{dev}: {dev.name}")
@@ -44,6 +45,20 @@ def _info(args: argparse.Namespace) -> int:
         if dev.backend == "opencl":
             _print_qualification(dev, args.requalify)
     return 0
+
+
+def _print_kernel_cache(format_bytes) -> None:
+    """Where compiled kernels are kept between processes, and how much (docs/kernels.md,
+    "Kernel caches")."""
+    from gpuarrays._compute.device import diskcache
+
+    use = diskcache.usage()
+    if use["folder"] is None:
+        print("kernel cache: off (GPUARRAYS_KERNEL_CACHE=off)")
+        return
+    print(f"kernel cache: {use['folder']} ({use['entries']} entries, "
+          f"{format_bytes(use['bytes'])}; clear: gpuarrays.clear_kernel_cache() or "
+          f"GPUARRAYS_KERNEL_CACHE_CLEAR=1)")
 
 
 def _print_qualification(dev, again: bool) -> None:

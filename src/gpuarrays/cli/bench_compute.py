@@ -9,8 +9,8 @@ one call and a synchronize (GB/s of the traffic the operation needs: every
 array operand read once, the result written once).  On device back-ends also
 the enqueue path (``a + a`` through the namespace, and one call of the Python
 launcher, against a bare ``clEnqueueNDRangeKernel`` of the same kernel, no
-synchronize) and the data-movement kernels (``astype``,
-a strided fill) against one-item kernels doing the same.
+synchronize), ``astype`` between pairs of dtypes (bench_astype.py) and a strided fill
+against one-item kernels doing the same.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import numpy as np
 import gpuarrays as ga
 
 from . import bench as b
+from .bench_astype import bench_conversions
 
 __all__ = ["bench_compute"]
 
@@ -114,6 +115,7 @@ def bench_compute(dev, settings, libs, rows, targets) -> None:
     if dev.backend == "opencl":
         _enqueue(dev, settings, libs, rows, targets)
         _data_movement(dev, few, libs, rows, targets, 1 << 16 if smoke else 1 << 24)
+        bench_conversions(dev, few, libs, rows, targets, 1 << 16 if smoke else 1 << 24)
 
 
 def _case(text: str, ns: dict, names: dict, end: str, small: bool) -> b.Case:
@@ -193,38 +195,26 @@ def _launched(launcher, dev, view, args, f4):
 
 
 def _data_movement(dev, settings, libs, rows, targets, n) -> None:
-    """``astype(float64)`` and a strided fill vs one-item PyOpenCL kernels doing the same."""
+    """A strided fill vs a one-item PyOpenCL kernel doing the same."""
     ocl = libs["pyopencl"]
     if ocl is None:
         return
     cl, cl_array, ctx, queue = ocl
-    h = np.random.default_rng(1).standard_normal(n).astype(np.float32)
-    a = ga.asarray(h, device=dev)
-    ns = {"a": a, "np": np, "dev": dev, "cl": cl, "queue": queue, "n": n}
-    prg = cl.Program(ctx, """
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-__kernel void conv(__global double *o, __global const float *a)
-{ size_t i = get_global_id(0); o[i] = (double)a[i]; }
+    a = ga.asarray(np.zeros(n, np.float32), device=dev)
+    fill2 = cl.Program(ctx, """
 __kernel void fill2(__global float *o) { size_t i = get_global_id(0); o[2 * i] = 1.5f; }
-""").build()
-    pa = cl_array.to_device(queue, h)
-    o64 = cl_array.empty(queue, n, np.float64)
-    conv = prg.conv
-    conv.set_args(o64.data, pa.data)
-    fill2 = prg.fill2
+""").build().fill2
+    pa = cl_array.empty(queue, n, np.float32)
     fill2.set_args(pa.data)
-    ns.update(conv=conv, fill2=fill2, v=a[::2])
-    for name, ours, ref, global_size, nbytes in (
-            ("astype(float64)", "c = a.astype(np.float64)\ndev.synchronize()", "conv", n, 12 * n),
-            ("fill a[::2] = 1.5", "v[...] = 1.5\ndev.synchronize()", "fill2", n // 2, 2 * n)):
-        cases = {"gpuarrays": b.Case(ours, ns),
-                 "one-item kernel": b.Case(
-                     f"cl.enqueue_nd_range_kernel(queue, {ref}, ({global_size},), None)\n"
-                     "queue.finish()", ns)}
-        t = b.side_by_side(cases, settings)
-        rows.append(b.Row("compute bandwidth", f"{name}, {n:,} float32", "GB/s",
-                          {k: nbytes / v for k, v in t.items()}, {"elements": n}))
-        targets.append(b.Target(f"data movement {name}", t["gpuarrays"] / t["one-item kernel"],
-                                1.25, None, "one-item kernel", "at least 0.8x its GB/s"))
-        libs["progress"].step(f"compute {name}")
+    ns = {"v": a[::2], "dev": dev, "cl": cl, "queue": queue, "fill2": fill2}
+    cases = {"gpuarrays": b.Case("v[...] = 1.5\ndev.synchronize()", ns),
+             "one-item kernel": b.Case(f"cl.enqueue_nd_range_kernel(queue, fill2, ({n // 2},), "
+                                       "None)\nqueue.finish()", ns)}
+    t = b.side_by_side(cases, settings)
+    rows.append(b.Row("compute bandwidth", f"fill a[::2] = 1.5, {n:,} float32", "GB/s",
+                      {k: 2 * n / v for k, v in t.items()}, {"elements": n}))
+    targets.append(b.Target("data movement fill a[::2] = 1.5",
+                            t["gpuarrays"] / t["one-item kernel"], 1.25, None,
+                            "one-item kernel", "at least 0.8x its GB/s"))
+    libs["progress"].step("compute fill a[::2] = 1.5")
     a.free()

@@ -1,10 +1,20 @@
 """Replay of a mixed-size allocation trace through a device's pool (``gpuarrays bench``'s
 ``pool-trace`` group and ``benchmarks/pool_trace.py``); targets in docs/design.md, "Performance".
 
-The trace: ``requests`` allocations whose sizes are log-uniform from 256 B to 64 MiB;
-each array lives a geometric number of steps of mean ``lifetime`` (so about that many
-are alive at once) and is freed before the allocation of the step it dies in.  It is
-seeded, so every run replays the same sequence.
+A trace is a list of events: ``requests`` allocations, each freed before the allocation of
+the step it dies in.  Every family is seeded, so every run replays the same sequence
+(:data:`FAMILIES`, :func:`make_trace`):
+
+* ``mixed``: sizes log-uniform from 256 B to 64 MiB, lifetimes geometric of mean 48;
+* ``long-short``: a tenth of the arrays live for most of the trace (model weights,
+  buffers), the rest for a few steps (temporaries), sizes log-uniform as ``mixed``;
+* ``growing``: a working set whose sizes grow by about 0.1 % a step from 64 KiB to about
+  24 MiB (an array rebuilt bigger each iteration), the old one freed a few steps later;
+* ``sawtooth``: phases that allocate arrays of rising sizes and then free them all at once
+  (a batch pipeline), each phase's sizes drawn anew;
+* ``split-edges``: sizes just above the pool's own thresholds (the small arena's 1 MiB,
+  the huge arena's 32 MiB, powers of two and the 1.5x split bound of a segment), where a
+  pool that rounds or splits badly loses most.
 """
 
 from __future__ import annotations
@@ -20,12 +30,51 @@ import gpuarrays as ga
 __all__ = ["make_trace", "replay", "TraceResult"]
 
 
+FAMILIES = ("mixed", "long-short", "growing", "sawtooth", "split-edges")
+
+
 def make_trace(requests: int = 6000, seed: int = 0, low: int = 256, high: int = 64 << 20,
-               lifetime: int = 48) -> list[tuple[int, int]]:
+               lifetime: int = 48, family: str = "mixed") -> list[tuple[int, int]]:
     """Events ``(id, size)``: an allocation when ``size > 0``, the free of ``id`` when 0."""
     rng = np.random.default_rng(seed)
+    if family == "sawtooth":
+        return _sawtooth(rng, requests, low, high)
     sizes = np.exp(rng.uniform(math.log(low), math.log(high), requests)).astype(np.int64)
     lives = rng.geometric(1.0 / lifetime, requests)
+    if family == "long-short":
+        long = rng.random(requests) < 0.1
+        lives = np.where(long, rng.integers(requests // 4, requests, requests),
+                         rng.geometric(1.0 / 4, requests))
+    elif family == "growing":
+        sizes = (64 << 10) * np.exp(np.arange(requests) * (math.log(384) / requests))
+        sizes = (sizes * rng.uniform(0.98, 1.02, requests)).astype(np.int64)
+        lives = rng.integers(1, 8, requests)
+    elif family == "split-edges":
+        edges = np.array([1 << 20, 32 << 20, 2 << 20, 4 << 20, 8 << 20, 3 << 19, 3 << 21])
+        sizes = (edges[rng.integers(0, len(edges), requests)]
+                 + rng.integers(1, 4096, requests)).astype(np.int64)
+        lives = rng.geometric(1.0 / 16, requests)
+    elif family != "mixed":
+        raise ValueError(f"unknown trace family {family!r}; expected one of {FAMILIES}")
+    return _events(sizes, lives)
+
+
+def _sawtooth(rng, requests: int, low: int, high: int) -> list[tuple[int, int]]:
+    """Phases of 20-80 allocations of rising sizes, all freed when the phase ends."""
+    events: list[tuple[int, int]] = []
+    i = 0
+    while i < requests:
+        n = min(int(rng.integers(20, 80)), requests - i)
+        top = math.exp(rng.uniform(math.log(low * 64), math.log(high / 4)))
+        sizes = np.geomspace(low, top, n) * rng.uniform(0.9, 1.1, n)
+        events.extend((i + k, int(size)) for k, size in enumerate(sizes))
+        events.extend((i + k, 0) for k in range(n))
+        i += n
+    return events
+
+
+def _events(sizes, lives) -> list[tuple[int, int]]:
+    requests = len(sizes)
     deaths: dict[int, list[int]] = {}
     events: list[tuple[int, int]] = []
     for i in range(requests):

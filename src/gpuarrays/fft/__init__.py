@@ -18,7 +18,7 @@ from itertools import product
 import numpy as np
 
 from .._array.creation import asarray
-from .._array.make import new_array
+from .._array.make import ArrayBase, new_array
 from .._array.transfer import copy_raw
 from .._compute import cpu_engine
 from .._compute.ownership import working
@@ -29,13 +29,14 @@ from .._compute.manipulation import normalize_axis
 from .._compute.utility import run_chain
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
-           "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+           "fftfreq", "rfftfreq", "fftshift", "ifftshift", "fft2", "ifft2", "rfft2", "irfft2"]
 
 ON_DEVICES = frozenset(__all__)
 """The functions that run on every device back-end: all of them."""
 
 _NORMS = ("backward", "ortho", "forward")
 _C8, _C16, _F4, _F8 = (np.dtype(n) for n in ("complex64", "complex128", "float32", "float64"))
+_F2 = np.dtype(np.float16)
 
 
 def _complex(dt: np.dtype) -> np.dtype:
@@ -51,9 +52,23 @@ def _check(name: str, x, norm: str):
     if norm not in _NORMS:
         raise ValueError(f"fft.{name}(): norm must be 'backward', 'ortho' or 'forward', got "
                          f"{norm!r}")
-    if x._dtype.kind not in "fciu":
-        raise TypeError(f"fft.{name}() takes numeric data types, got {x._dtype}")
+    if x._dtype.kind not in "fciub":
+        raise TypeError(f"fft.{name}() takes numeric or bool data types, got {x._dtype}")
     return dev, kind
+
+
+def _bool_as_uint8(fn):
+    """``fn`` with a bool ``x`` read as uint8 (same bytes; NumPy transforms bool as it
+    does integers: in float64/complex128)."""
+    def run(name, np_fn, x, *args, **kw):
+        if isinstance(x, ArrayBase) and x._dtype.kind == "b":
+            v = x.view(np.uint8)
+            try:
+                return fn(name, np_fn, v, *args, **kw)
+            finally:
+                v.free()
+        return fn(name, np_fn, x, *args, **kw)
+    return run
 
 
 def _real_input(name: str, x) -> None:
@@ -107,6 +122,7 @@ def _run(fn, x, shape, dt, dev, kind, *, into: bool = True, **kw):
     return out
 
 
+@_bool_as_uint8
 def _one_axis(name: str, fn, x, n, axis, norm, *, real_in: bool, real_out: bool,
               half: str) -> object:
     dev, kind = _check(name, x, norm)
@@ -130,6 +146,7 @@ def _one_axis(name: str, fn, x, n, axis, norm, *, real_in: bool, real_out: bool,
     if half != "in" and (size if size is not None else m) < 1:
         raise ValueError(f"fft.{name}(): invalid number of points 0; pass n >= 1")
     dt = _real(x._dtype) if real_out else _complex(x._dtype)
+    half16 = real_out and x._dtype == _F2  # NumPy's irfft/hfft keep float16 (via float32)
     if dev.backend != "cpu":
         dev.require(dt)
         out = new_array(tuple(shape), dt, dev, kind)
@@ -139,9 +156,15 @@ def _one_axis(name: str, fn, x, n, axis, norm, *, real_in: bool, real_out: bool,
         except BaseException:
             out.free()
             raise
+        if half16:
+            try:
+                return astype(out, _F2)
+            finally:
+                out.free()
         return out
     # NumPy's hfft ignores out= (it returns a new array; NumPy 2.4): copy its result
-    return _run(fn, x, shape, dt, dev, kind, into=name != "hfft", n=size, axis=ax, norm=norm)
+    return _run(fn, x, shape, _F2 if half16 else dt, dev, kind,
+                into=name != "hfft" and not half16, n=size, axis=ax, norm=norm)
 
 
 def fft(x, /, *, n=None, axis=-1, norm="backward"):
@@ -179,6 +202,7 @@ def ihfft(x, /, *, n=None, axis=-1, norm="backward"):
                      half="out")
 
 
+@_bool_as_uint8
 def _many_axes(name: str, fn, x, s, axes, norm, *, real_in: bool, real_out: bool,
                half: str):
     dev, kind = _check(name, x, norm)
@@ -229,6 +253,48 @@ def irfftn(x, /, *, s=None, axes=None, norm="backward"):
     """The inverse of :func:`rfftn`: real output."""
     return _many_axes("irfftn", np.fft.irfftn, x, s, axes, norm, real_in=False, real_out=True,
                       half="in")
+
+
+# NumPy's two-dimensional transforms (docs/numpy.md) -----------------------------------------
+def _two(name: str, nd_fn, a, s, axes, norm, out):
+    if norm is None:
+        norm = "backward"
+    r = nd_fn(a, s=s, axes=axes, norm=norm)
+    if out is None:
+        return r
+    if not isinstance(out, ArrayBase):
+        r.free()
+        raise TypeError(f"fft.{name}(out=...) needs a gpuarrays array, got "
+                        f"{type(out).__name__}")
+    if out.shape != r.shape:
+        r.free()
+        raise ValueError(f"fft.{name}(): out has shape {out.shape}, the result {r.shape}; "
+                         f"pass an out of the result's shape")
+    try:
+        out[...] = r
+    finally:
+        r.free()
+    return out
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """NumPy's two-dimensional transform: :func:`fftn` over ``axes`` (the last two)."""
+    return _two("fft2", fftn, a, s, axes, norm, out)
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """NumPy's two-dimensional inverse transform: :func:`ifftn` over ``axes``."""
+    return _two("ifft2", ifftn, a, s, axes, norm, out)
+
+
+def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """NumPy's two-dimensional transform of real input: :func:`rfftn` over ``axes``."""
+    return _two("rfft2", rfftn, a, s, axes, norm, out)
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """The inverse of :func:`rfft2`: :func:`irfftn` over ``axes``."""
+    return _two("irfft2", irfftn, a, s, axes, norm, out)
 
 
 # Device back-ends -------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from .._compute import factor as _factor
 from .._compute.dispatch import apply
 from .._compute.dtypes import astype
 from .._compute.elementwise import abs as _abs
-from .._compute.elementwise import multiply, pow, sqrt
+from .._compute.elementwise import conj, divide, greater, multiply, pow, sqrt, where
 from .._compute.linalg import (
     check_arrays,
     matmul,
@@ -35,9 +35,11 @@ from .._compute.linalg import (
     vecdot,
 )
 from .._compute.manipulation import expand_dims
+from .._compute.manipulation import moveaxis as _moveaxis
 from .._compute.ownership import working
 from .._compute.reductions import normalize_axes
 from .._compute.searching import count_nonzero
+from .._compute.statistical import max as _max
 from .._compute.statistical import min as _min
 from .._compute.statistical import sum as _sum
 from .._compute.table import OPS
@@ -46,7 +48,7 @@ __all__ = [
     "cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
     "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer",
     "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
-    "vector_norm",
+    "vector_norm", "lstsq", "cond", "norm", "tensorinv", "tensorsolve",
     "EigResult", "EighResult", "QRResult", "SlogdetResult", "SVDResult",
 ]
 
@@ -55,6 +57,8 @@ EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = namedtuple("QRResult", ["Q", "R"])
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+LstsqResult = namedtuple("LstsqResult", ["x", "residuals", "rank", "s"])
 
 ON_DEVICES = frozenset(n for n in __all__ if n[0].islower())
 """The functions that run on every device back-end (docs/linalg.md, the table): all of them,
@@ -95,6 +99,11 @@ def _run_numpy(dev, fn, *args, **kwargs):
     with working(dev, *arrays), np.errstate(all="ignore"):
         return fn(*(cpu_engine.view(a) if isinstance(a, ArrayBase) else a for a in args),
                   **kwargs)
+
+
+def _default_float(dev) -> np.dtype:
+    """NumPy's float64, or float32 on a device without float64 (the namespace's default)."""
+    return np.dtype(np.float64 if dev.info.float64 else np.float32)
 
 
 def _complex_of(dt: np.dtype) -> np.dtype:
@@ -159,6 +168,8 @@ def eig(x, /):
     ``x``'s precision (NumPy returns real values when they all are; the standard does
     not).  Eigenvectors have norm 1, as NumPy's."""
     dev, kind, cpu = _on("eig", x)
+    if x.size == 0:
+        return EigResult(*_empty_eig(x, dev, kind, True))
     if not cpu:
         return EigResult(*_factor.eig(x, kind, True))
     w, v = _run_numpy(dev, np.linalg.eig, x)
@@ -169,10 +180,24 @@ def eig(x, /):
 def eigvals(x, /):
     """The eigenvalues of each square matrix, complex of ``x``'s precision."""
     dev, kind, cpu = _on("eigvals", x)
+    if x.size == 0:
+        return _empty_eig(x, dev, kind, False)[0]
     if not cpu:
         return _factor.eig(x, kind, False)[0]
     w = _run_numpy(dev, np.linalg.eigvals, x)
     return _adopt(w, dev, kind, _complex_of(x._dtype))
+
+
+def _empty_eig(x, dev, kind, vectors: bool):
+    """The eigen-decomposition of a stack of 0 x 0 (or of no) matrices, in NumPy's dtypes:
+    real ones (NumPy answers real when no eigenvalue is complex, and none is here)."""
+    if x._dtype == np.float16:
+        _factor.compute_dtype("eig", dev, x._dtype)  # refused, as NumPy
+    dt = np.linalg.eigvals(np.zeros((0, 0), x._dtype)).dtype
+    dev.require(dt)
+    w = new_array(x._shape[:-1], dt, dev, kind)
+    v = new_array(x._shape, dt, dev, kind) if vectors else None
+    return w, v
 
 
 def eigh(x, /):
@@ -221,14 +246,60 @@ def pinv(x, /, *, rtol=None):
 
 
 def qr(x, /, *, mode="reduced"):
-    """``QRResult(Q, R)`` of each matrix (``mode`` ``"reduced"`` or ``"complete"``)."""
-    if mode not in ("reduced", "complete"):
-        raise ValueError(f"linalg.qr(): mode must be 'reduced' or 'complete', got {mode!r}")
+    """``QRResult(Q, R)`` of each matrix (``mode`` ``"reduced"`` or ``"complete"``); as
+    NumPy, ``mode="r"`` returns ``R`` alone (shape ``(..., K, N)``) and ``mode="raw"`` the
+    pair ``(h, tau)``: LAPACK's ``geqrf`` output, Householder vectors below the diagonal
+    and ``R`` above, transposed to ``(..., N, M)``, and the reflectors' scale factors."""
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"linalg.qr(): mode must be 'reduced', 'complete', 'r' or 'raw', "
+                         f"got {mode!r}")
     dev, kind, cpu = _on("qr", x, square=False)
+    if mode == "raw":
+        if cpu:
+            h, tau = _run_numpy(dev, np.linalg.qr, x, mode="raw")
+            return _adopt(h, dev, kind), _adopt(tau, dev, kind)
+        return _device_qr_raw(x, dev, kind)
+    if mode == "r":
+        if cpu:
+            return _adopt(_run_numpy(dev, np.linalg.qr, x, mode="r"), dev, kind)
+        q, r = _factor.qr(x, kind, False)
+        q.free()
+        return r
     if not cpu:
         return QRResult(*_factor.qr(x, kind, mode == "complete"))
     q, r = _run_numpy(dev, np.linalg.qr, x, mode=mode)
     return QRResult(_adopt(q, dev, kind), _adopt(r, dev, kind))
+
+
+def _device_qr_raw(x, dev, kind):
+    """``qr(mode="raw")`` by the device's Householder kernel (``geqrf`` + ``orgqr`` with
+    LAPACK's conventions), keeping its work matrix and scale factors."""
+    dt = _factor.compute_dtype("qr", dev, x._dtype)
+    batch = x._shape[:-2]
+    m, n = x._shape[-2:]
+    k = min(m, n)
+    nb = math.prod(batch)
+    work = _factor._copy(x, dt)
+    tau = q = r = None
+    try:
+        tau = new_array((*batch, k), dt, dev, kind)
+        if nb and k:
+            q = new_array((*batch, m, k), dt, dev, "device")
+            r = new_array((*batch, k, n), dt, dev, "device")
+            with working(dev, work, tau, q, r):  # no reset, no free under the launch
+                _factor.kernels.launch(dev, "qr", _factor._key(dt), [
+                    _factor._ptr(work), _factor._ptr(tau), _factor._ptr(q), _factor._ptr(r),
+                    nb, m, n, 0], nb)
+        h = astype(work.mT, dt, copy=True)
+    except BaseException:
+        if tau is not None:
+            tau.free()
+        raise
+    finally:
+        for t in (work, q, r):
+            if t is not None:
+                t.free()
+    return h, tau
 
 
 def slogdet(x, /):
@@ -258,8 +329,14 @@ def solve(x1, x2, /):
     return _adopt(_run_numpy(dev, np.linalg.solve, x1, x2), dev, kind)
 
 
-def svd(x, /, *, full_matrices=True):
-    """``SVDResult(U, S, Vh)`` of each matrix, singular values descending."""
+def svd(x, /, *, full_matrices=True, compute_uv=True, hermitian=False):
+    """``SVDResult(U, S, Vh)`` of each matrix, singular values descending.  NumPy's
+    ``compute_uv=False`` returns the singular values alone (:func:`svdvals`);
+    ``hermitian=True`` is accepted and changes nothing but speed in NumPy (its result is an
+    SVD of the same matrix): this computes the general SVD, whose ``U``/``Vh`` may differ
+    from NumPy's eigh-based ones by the signs of singular vectors."""
+    if not compute_uv:
+        return svdvals(x)
     dev, kind, cpu = _on("svd", x, square=False)
     if not cpu:
         return SVDResult(*_factor.svd(x, kind, True, bool(full_matrices)))
@@ -424,6 +501,12 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     -inf, 0 (the count of non-zeros) or any other real ``p``.  A real floating result of
     ``x``'s precision."""
     dev, kind = check_arrays("vector_norm", x)
+    if x._dtype.kind in "biu":  # NumPy converts to its default float first
+        xf = astype(x, _default_float(dev))
+        try:
+            return vector_norm(xf, axis=axis, keepdims=keepdims, ord=ord)
+        finally:
+            xf.free()
     _floating("vector_norm", x)
     _check_ord("vector_norm", ord, ())
     axes = normalize_axes("linalg.vector_norm", axis, x.ndim)  # as the reductions
@@ -471,6 +554,13 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     """The ``ord``-norm of each matrix: ``"fro"``, ``"nuc"``, 1, -1, 2, -2, inf, -inf.
     ``"nuc"``, 2 and -2 from the singular values (``svdvals``)."""
     dev, kind = check_arrays("matrix_norm", x)
+    if x._dtype.kind in "biu":  # NumPy converts to its default float first
+        _matrices("matrix_norm", x)
+        xf = astype(x, _default_float(dev))
+        try:
+            return matrix_norm(xf, keepdims=keepdims, ord=ord)
+        finally:
+            xf.free()
     _floating("matrix_norm", x)
     _matrices("matrix_norm", x)
     if ord not in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf) or isinstance(ord, bool):
@@ -501,3 +591,247 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
         return out
     finally:
         a.free()
+
+
+# NumPy's linalg functions beyond the standard (docs/numpy.md) ---------------------------------
+def lstsq(a, b, rcond=None):
+    """NumPy's least-squares solution of ``a @ x = b``: ``(x, residuals, rank, s)``.
+
+    ``a`` is ``(M, N)``, ``b`` ``(M,)`` or ``(M, K)``; singular values at most ``rcond``
+    times the largest (default ``max(M, N) * eps``) count as zero.  ``residuals`` holds the
+    squared 2-norms of ``b - a @ x`` per column when ``rank == N < M``, else it is empty;
+    ``rank`` a NumPy int32, as NumPy's (the one value read back).  On device back-ends: the SVD
+    (``x = Vh^H diag(1/s) U^H b``) by this library's kernels; on ``cpu`` NumPy's."""
+    dev, kind = check_arrays("lstsq", a, b)
+    if a.ndim != 2:
+        raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be "
+                                    f"two-dimensional: linalg.lstsq() takes one (M, N) matrix")
+    if b.ndim not in (1, 2):
+        raise np.linalg.LinAlgError(f"{b.ndim}-dimensional array given. b must be (M,) or "
+                                    f"(M, K)")
+    m, n = a._shape
+    if b._shape[0] != m:
+        raise np.linalg.LinAlgError(f"Incompatible dimensions: a is {a._shape}, b is "
+                                    f"{b._shape}; b needs {m} rows")
+    dt = _factor.compute_dtype("lstsq", dev, a._dtype, b._dtype)
+    rt = _real_of(dt)
+    if rcond is None:
+        rc = float(np.finfo(dt).eps) * max(m, n)
+    else:
+        rc = float(rcond)
+    if dev.backend == "cpu":
+        with np.errstate(all="ignore"):
+            x, res, rank, s = _run_numpy(dev, np.linalg.lstsq, a, b, rcond=rc)
+        return LstsqResult(_adopt(x, dev, kind, dt), _adopt(res, dev, kind, rt), np.int32(rank),
+                           _adopt(s, dev, kind, rt))
+    temps = []
+
+    def keep(t):
+        temps.append(t)
+        return t
+    x = None
+    try:
+        af = a if a._dtype == dt else keep(astype(a, dt))
+        bf = b if b._dtype == dt else keep(astype(b, dt))
+        b2 = keep(bf.reshape((m, 1))) if b.ndim == 1 else bf
+        k2 = b2._shape[1]
+        if min(m, n) == 0:
+            x = new_array((n, k2), dt, dev, kind)
+            x.fill(0)
+            s = new_array((0,), rt, dev, kind)
+            rank = np.int32(0)
+        else:
+            u, s, vh = _factor.svd(af, kind, True, False)
+            keep(u)
+            keep(vh)
+            try:
+                tol = keep(multiply(keep(_max(s)), rc))
+                big = keep(greater(s, tol))
+                rank = np.int32(count_nonzero(keep(astype(big, np.int32))).get())
+                sinv = keep(where(big, keep(divide(1.0, s)), 0.0))
+                uh = keep(conj(u)) if dt.kind == "c" else u
+                ub = keep(matmul(uh.mT, b2))  # (k, K)
+                scaled = keep(multiply(ub, expand_dims(sinv, -1)))
+                vhh = keep(conj(vh)) if dt.kind == "c" else vh
+                x = matmul(vhh.mT, scaled)
+            except BaseException:
+                s.free()
+                raise
+        try:
+            if rank == n and m > n:
+                fit = keep(matmul(af, x))
+                diff = keep(apply(OPS["subtract"], (b2, fit)))
+                mag = keep(_abs(diff))
+                res = _sum(keep(multiply(mag, mag)), axis=0)
+            else:
+                res = new_array((0,), rt, dev, kind)
+        except BaseException:
+            s.free()
+            raise
+        if b.ndim == 1:
+            keep(x)
+            x = x.reshape((n,))
+        return LstsqResult(x, res, rank, s)
+    except BaseException:
+        if x is not None:
+            x.free()
+        raise
+    finally:
+        for t in temps:
+            t.free()
+
+
+def cond(x, p=None):
+    """NumPy's condition number of each matrix: ``p`` None, 2 or -2 from the singular
+    values (largest over smallest, or its inverse); ``'fro'``, ``'nuc'``, 1, -1, inf, -inf
+    as ``norm(x, p) * norm(inv(x), p)`` (square matrices).  A singular matrix gives inf
+    for the SVD norms; for the others it raises ``LinAlgError`` on device back-ends (this
+    library's ``inv`` refuses it) where NumPy returns inf."""
+    dev, kind = check_arrays("cond", x)
+    _matrices("cond", x)
+    if p not in (None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf) or isinstance(p, bool):
+        raise ValueError(f"linalg.cond(): invalid p {p!r}; use None, 'fro', 'nuc', 1, -1, 2, "
+                         f"-2, inf or -inf")
+    dt = _factor.compute_dtype("cond", dev, x._dtype)
+    if dev.backend == "cpu":
+        with np.errstate(all="ignore"):
+            r = _run_numpy(dev, np.linalg.cond, x, p)
+        return _adopt(r, dev, kind, _real_of(dt))
+    xf = x if x._dtype == dt else astype(x, dt)
+    temps = [xf] if xf is not x else []
+    try:
+        if p in (None, 2, -2):
+            s = svdvals(xf)
+            temps.append(s)
+            hi, lo = s[..., 0], s[..., -1]
+            return apply(OPS["divide"], (hi, lo) if p != -2 else (lo, hi))
+        _square("cond", x)
+        xi = inv(xf)
+        temps.append(xi)
+        n1 = matrix_norm(xf, ord=p)
+        temps.append(n1)
+        n2 = matrix_norm(xi, ord=p)
+        temps.append(n2)
+        return multiply(n1, n2)
+    finally:
+        for t in temps:
+            t.free()
+
+
+def tensorinv(a, ind=2):
+    """NumPy's inverse of an N-d array under ``tensordot(.., ind)``: ``a`` reshaped to a
+    square matrix (the first ``ind`` axes against the rest), inverted, reshaped to
+    ``a.shape[ind:] + a.shape[:ind]``."""
+    check_arrays("tensorinv", a)
+    try:
+        ind = operator.index(ind)
+    except TypeError:
+        raise TypeError(f"linalg.tensorinv(): ind must be an int, got {ind!r}") from None
+    if ind <= 0:
+        raise ValueError(f"linalg.tensorinv(): invalid ind {ind}; ind must be positive")
+    old = a._shape
+    rows = math.prod(old[ind:])
+    inv_shape = old[ind:] + old[:ind]
+    if math.prod(old[:ind]) != rows:
+        raise np.linalg.LinAlgError(f"linalg.tensorinv(): the first {ind} axes of shape "
+                                    f"{old} hold {math.prod(old[:ind])} elements, the rest "
+                                    f"{rows}; they must match (a square matrix)")
+    m = a.reshape((rows, -1))
+    try:
+        ia = inv(m)
+    finally:
+        if m is not a:
+            m.free()
+    out = ia.reshape(inv_shape)
+    if out is not ia:
+        ia.free()
+    return out
+
+
+def tensorsolve(a, b, axes=None):
+    """NumPy's solution ``x`` of ``tensordot(a, x, axes=x.ndim) = b``: ``a`` (its
+    ``axes`` moved to the end) reshaped to a square matrix, :func:`solve` with ``b``
+    flattened, the result shaped ``a.shape[b.ndim:]``."""
+    check_arrays("tensorsolve", a, b)
+    an = a.ndim
+    temps = []
+    try:
+        if axes is not None:
+            allaxes = list(range(an))
+            for k in axes:
+                allaxes.remove(operator.index(k) % an if an else k)
+                allaxes.insert(an, operator.index(k) % an)
+            a = a.transpose(allaxes)
+            temps.append(a)
+        old = a._shape[b.ndim:]
+        prod = math.prod(old)
+        if a.size != prod ** 2:
+            raise np.linalg.LinAlgError(f"linalg.tensorsolve(): a of shape {a._shape} is not "
+                                        f"square once b's {b.ndim} axes are split off: "
+                                        f"prod(a.shape[b.ndim:])**2 must equal a.size")
+        a2 = a.reshape((prod, prod))
+        temps.append(a2)
+        b1 = b.reshape((prod,)) if b.size == prod else None
+        if b1 is None:
+            raise ValueError(f"linalg.tensorsolve(): b of shape {b._shape} has {b.size} "
+                             f"elements, a needs {prod}")
+        if b1 is not b:
+            temps.append(b1)
+        res = solve(a2, b1)
+        out = res.reshape(old)
+        if out is not res:
+            res.free()
+        return out
+    finally:
+        for t in temps:
+            t.free()
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """NumPy's ``linalg.norm``: a vector norm (:func:`vector_norm`) over one axis or, for
+    ``axis=None`` and ``ord=None``, over the flattened array; a matrix norm
+    (:func:`matrix_norm`) over two axes (``axis`` a pair, or a 2-d ``x`` with ``ord``
+    given).  Integer and bool input is converted to the default float, as NumPy's."""
+    check_arrays("norm", x)
+    nd = x.ndim
+    if axis is None:
+        if ord is None:
+            return vector_norm(x, axis=None, keepdims=keepdims, ord=2)
+        if nd == 1:
+            return vector_norm(x, axis=None, keepdims=keepdims, ord=ord)
+        if nd != 2:
+            raise ValueError(f"linalg.norm(): improper number of dimensions to norm "
+                             f"({nd}); pass axis= (one axis or two)")
+        axes = (0, 1)
+    elif isinstance(axis, int | np.integer) and not isinstance(axis, bool):
+        axes = (int(axis),)
+    else:
+        try:
+            axes = tuple(operator.index(a) for a in axis)
+        except TypeError:
+            raise TypeError(f"linalg.norm(): axis must be None, an int or a tuple of ints, "
+                            f"got {axis!r}") from None
+    if len(axes) == 1:
+        if isinstance(ord, str):
+            raise ValueError(f"linalg.norm(): invalid norm order {ord!r} for vectors; use a "
+                             f"number")
+        return vector_norm(x, axis=axes, keepdims=keepdims, ord=2 if ord is None else ord)
+    if len(axes) != 2:
+        raise ValueError(f"linalg.norm(): improper number of dimensions to norm "
+                         f"(axis={axis!r}); pass one axis or two")
+    a1, a2 = (normalize_axes("linalg.norm", a, nd)[0] for a in axes)
+    if a1 == a2:
+        raise ValueError(f"linalg.norm(): duplicate axes given ({axis!r})")
+    moved = x if (a1, a2) == (nd - 2, nd - 1) else _moveaxis(x, (a1, a2), (-2, -1))
+    try:
+        r = matrix_norm(moved, keepdims=False, ord="fro" if ord is None else ord)
+    finally:
+        if moved is not x:
+            moved.free()
+    if not keepdims:
+        return r
+    shape = tuple(1 if k in (a1, a2) else n for k, n in enumerate(x._shape))
+    out = r.reshape(shape)
+    if out is not r:
+        r.free()
+    return out

@@ -26,7 +26,9 @@ import numpy as np
 from ...backends._kernels import SCALARS, Dialect, access_source, scalar_key
 from . import expressions as ex
 
-__all__ = ["Operand", "Signature", "Param", "source", "params", "kernel_name", "key_of"]
+__all__ = ["Operand", "Signature", "Step", "Fused", "Param", "source", "params", "kernel_name",
+           "key_of", "fused_of", "fused_name", "fused_params", "step_functions",
+           "body_function", "prelude"]
 
 _CTYPE = {k: ("u8" if k == "b1" else s.real if s.kind != "c" else ("c64" if k == "c8" else "c128"))
           for k, s in SCALARS.items()}
@@ -45,12 +47,20 @@ def key_of(dtype: np.dtype) -> str:
 
 @dataclass(frozen=True)
 class Operand:
-    """One input of a kernel: ``storage`` is None for a scalar passed by value."""
+    """One input of a kernel: ``storage`` is None for a scalar passed by value.
+
+    A float16 scalar (``compute == "f2"``) is passed as a ``double`` when ``wide``
+    (devices with float64) and rounded to float16 once in the kernel, as NumPy
+    converts a Python float to the array's float16; as a ``float`` otherwise
+    (the compiled launch rounds a Python float to float first, a double rounding
+    that can differ from NumPy's in the last bit for a value next to a tie).
+    """
 
     storage: str | None
     compute: str
     contiguous: bool = True
     aligned: bool = True
+    wide: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,13 @@ class Signature:
     # The launch has exactly n work-items: no bounds check (which costs PoCL's vectorised
     # work-group loop 20-25 % on compute-bound operations such as exp).
     exact: bool = False
+    # Work-groups by rows of the last axis (launcher._shaped_plan): for strided layouts
+    # of two or more axes, so that a work-group's items have consecutive last indices;
+    # unit_rows: the arrays (numbered as in arrays()) whose last stride is their item
+    # size, addressed along a row by a constant (a device vectorises that, not a stride
+    # known only at run time).
+    rows: bool = False
+    unit_rows: tuple[int, ...] = ()
 
     def arrays(self) -> list[tuple[int, str, bool, bool]]:
         """(array number, storage key, contiguous, aligned): the output (0), then array operands."""
@@ -96,33 +113,28 @@ def kernel_name(sig: Signature) -> str:
     """A C identifier unique to the signature within a program."""
     def tag(o: Operand) -> str:
         if o.storage is None:
-            return f"s{o.compute}"
+            return f"s{o.compute}{'w' if o.wide else ''}"
         return f"{o.storage}{o.compute}{'c' if o.contiguous else 's'}{'' if o.aligned else 'u'}"
     parts = [sig.op, f"{sig.out}{'c' if sig.out_contiguous else 's'}{'' if sig.out_aligned else 'u'}",
              *map(tag, sig.operands), f"d{sig.ndim}", "i64" if sig.index64 else "i32"]
     if sig.exact:
         parts.append("x")
+    if sig.rows:
+        parts.append("r" + "".join(map(str, sig.unit_rows)))
     return "ew_" + "_".join(parts)
 
 
+def _scalar_param(o: Operand) -> str:
+    """The launch type of a real scalar operand (float16 travels as double or float)."""
+    if o.compute == "f2":
+        return "f8" if o.wide else "f4"
+    return o.compute
+
+
 def params(sig: Signature) -> list[Param]:
-    """The parameters of the signature's kernel, in order."""
-    idx, off = ("u8", "i8") if sig.index64 else ("u4", "i4")
-    out = [Param("ptr", ("ptr", 0))]
-    for k, o in enumerate(sig.operands):
-        if o.storage is not None:
-            out.append(Param("ptr", ("ptr", k + 1)))
-        elif o.compute in _REAL_OF:
-            real = _REAL_OF[o.compute]
-            out += [Param(real, ("re", k)), Param(real, ("im", k))]
-        else:
-            out.append(Param("f4" if o.compute == "f2" else o.compute, ("scalar", k)))
-    out.append(Param(idx, ("n",)))
-    out += [Param(idx, ("extent", d)) for d in range(1, sig.ndim)]
-    for a, _, contiguous, _ in sig.arrays():
-        if not contiguous:
-            out += [Param(off, ("stride", a, d)) for d in range(sig.ndim)]
-    return out
+    """The parameters of the signature's kernel, in order (:func:`fused_params` of its
+    one-step kernel)."""
+    return fused_params(fused_of(sig))
 
 
 # Conversions between compute representations (float16 is float) ----------------------------
@@ -191,11 +203,112 @@ def _store(d: Dialect, key: str, p: str, aligned: bool, v: str, vkey: str) -> st
 _TANH_BIG = {"c8": "9.0f", "c16": "22.0"}
 
 
-def _helpers(d: Dialect, sigs: list[Signature]) -> tuple[list[str], set[str], set[str]]:
+@dataclass(frozen=True)
+class Step:
+    """One operation of a fused body: ``op`` (an expression of ``expressions.py``) over
+    the values ``args`` -- operand ``k`` is value ``k``, step ``j`` of the body value
+    ``len(operands) + j`` -- each converted to its compute key in ``arg_keys`` first; its
+    value is rounded to ``key`` (float16 keeps float's precision in a register, so a
+    float16 step is rounded as storing it would), which is the expression's own result
+    key for a lone operation."""
+
+    op: str
+    args: tuple[int, ...]
+    arg_keys: tuple[str, ...]
+    key: str
+
+
+@dataclass(frozen=True)
+class Fused:
+    """A kernel over a body of steps: ``operands`` are loaded (arrays) or passed
+    (scalars) in their compute representation, the ``steps`` run in order, and each of
+    ``results`` (a value number) is stored into output ``j`` of storage key
+    ``outs[j][0]`` (contiguous ``outs[j][1]``, aligned ``outs[j][2]``).  A lone
+    elementwise :class:`Signature` is the one-step case (:func:`fused_of`); ``ga.fuse``
+    traces the others (docs/fusion.md)."""
+
+    operands: tuple[Operand, ...]
+    steps: tuple[Step, ...]
+    results: tuple[int, ...]
+    outs: tuple[tuple[str, bool, bool], ...]
+    ndim: int = 1
+    index64: bool = False
+    exact: bool = False
+    rows: bool = False  # as Signature.rows
+    unit_rows: tuple[int, ...] = ()  # as Signature.unit_rows
+
+    def arrays(self) -> list[tuple[int, str, bool, bool]]:
+        """(array number, storage key, contiguous, aligned): the outputs, then array operands."""
+        m = len(self.outs)
+        out = [(j, key, c, a) for j, (key, c, a) in enumerate(self.outs)]
+        for k, o in enumerate(self.operands):
+            if o.storage is not None:
+                out.append((m + k, o.storage, o.contiguous, o.aligned))
+        return out
+
+
+_ASTYPE = ex.Expr("x")
+"""``astype`` in a fused body: the value itself, which the step's key converts."""
+
+
+def _step_expr(step: Step) -> tuple[ex.Expr, str]:
+    """A step's expression and the compute key its placeholders are filled for."""
+    if step.op == "astype":
+        return _ASTYPE, step.arg_keys[0]
+    ckey = step.arg_keys[ex.value_arg(step.op)]
+    by_class = ex.EXPRESSIONS[step.op]
+    cls = ex.dtype_class(np.dtype(_DTYPE_OF[ckey]))
+    if cls not in by_class:
+        raise ValueError(f"{step.op} has no device expression for {_DTYPE_OF[ckey]} ({cls})")
+    return by_class[cls], ckey
+
+
+def fused_of(sig: Signature) -> Fused:
+    """The one-step :class:`Fused` kernel of a lone elementwise signature."""
+    n = len(sig.operands)
+    keys = tuple(o.compute for o in sig.operands)
+    expr, ckey = _step_expr(Step(sig.op, tuple(range(n)), keys, ""))
+    step = Step(sig.op, tuple(range(n)), keys, ex.result_key(expr, ckey))
+    return Fused(sig.operands, (step,), (n,), ((sig.out, sig.out_contiguous, sig.out_aligned),),
+                 sig.ndim, sig.index64, sig.exact, sig.rows, sig.unit_rows)
+
+
+def fused_name(f: Fused) -> str:
+    """A C identifier for a fused kernel, from a hash of what it is specialised on."""
+    import hashlib
+
+    return "fu_" + hashlib.sha256(repr(f).encode()).hexdigest()[:20]
+
+
+def fused_params(f: Fused) -> list[Param]:
+    """The parameters of a fused kernel, in order: the outputs' addresses, then each
+    operand's (address, value or parts), the count, the extents, the strides of every
+    array addressed through strides (roles as :class:`Param`; array ``j < len(outs)``
+    is output ``j``, array ``len(outs) + k`` operand ``k``)."""
+    idx, off = ("u8", "i8") if f.index64 else ("u4", "i4")
+    m = len(f.outs)
+    out = [Param("ptr", ("ptr", j)) for j in range(m)]
+    for k, o in enumerate(f.operands):
+        if o.storage is not None:
+            out.append(Param("ptr", ("ptr", m + k)))
+        elif o.compute in _REAL_OF:
+            real = _REAL_OF[o.compute]
+            out += [Param(real, ("re", k)), Param(real, ("im", k))]
+        else:
+            out.append(Param(_scalar_param(o), ("scalar", k)))
+    out.append(Param(idx, ("n",)))
+    out += [Param(idx, ("extent", d)) for d in range(1, f.ndim)]
+    for a, _, contiguous, _ in f.arrays():
+        if not contiguous:
+            out += [Param(off, ("stride", a, d)) for d in range(f.ndim)]
+    return out
+
+
+def _helpers(d: Dialect, kernels: list[Fused]) -> tuple[list[str], set[str], set[str]]:
     """Helper source the kernels need (each group once per compute type), complex and access types."""
     wanted: list[tuple[str, str]] = []
     complex_keys: set[str] = set()
-    access: set[tuple[str, bool]] = set()
+    access: set[str] = set()
 
     def want(group: str, key: str) -> None:
         for dep in ex.HELPERS[group].needs:
@@ -203,17 +316,19 @@ def _helpers(d: Dialect, sigs: list[Signature]) -> tuple[list[str], set[str], se
         if (group, key) not in wanted:
             wanted.append((group, key))
 
-    for sig in sigs:
-        expr, ckey = _expr(sig)
-        keys = [o.compute for o in sig.operands] + [ex.result_key(expr, ckey), sig.out]
-        keys += [o.storage for o in sig.operands if o.storage]
+    for f in kernels:
+        keys = [o.compute for o in f.operands] + [o.storage or "" for o in f.operands]
+        keys += [key for key, _, _ in f.outs]
+        for step in f.steps:
+            expr, ckey = _step_expr(step)
+            keys += [*step.arg_keys, ex.result_key(expr, ckey), step.key]
+            for group in expr.helpers:
+                want(group, ckey)
         for k in keys:
             if k in _REAL_OF:
                 complex_keys.add(k)
                 want("complex", k)
-        for group in expr.helpers:
-            want(group, ckey)
-        for _, key, _, aligned in sig.arrays():
+        for _, key, _, aligned in f.arrays():
             if not aligned:
                 access.add(_STORAGE[key])
     src = []
@@ -226,12 +341,8 @@ def _helpers(d: Dialect, sigs: list[Signature]) -> tuple[list[str], set[str], se
 
 def _expr(sig: Signature) -> tuple[ex.Expr, str]:
     """The signature's expression and the compute key its placeholders are filled for."""
-    ckey = sig.operands[ex.value_arg(sig.op)].compute
-    by_class = ex.EXPRESSIONS[sig.op]
-    cls = ex.dtype_class(np.dtype(_DTYPE_OF[ckey]))
-    if cls not in by_class:
-        raise ValueError(f"{sig.op} has no device expression for {_DTYPE_OF[ckey]} ({cls})")
-    return by_class[cls], ckey
+    n = len(sig.operands)
+    return _step_expr(Step(sig.op, tuple(range(n)), tuple(o.compute for o in sig.operands), ""))
 
 
 _DTYPE_OF = {"b1": "bool", "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
@@ -239,25 +350,104 @@ _DTYPE_OF = {"b1": "bool", "i1": "int8", "i2": "int16", "i4": "int32", "i8": "in
              "f4": "float32", "f8": "float64", "c8": "complex64", "c16": "complex128"}
 
 
-def _kernel(d: Dialect, sig: Signature) -> str:
-    expr, ckey = _expr(sig)
-    names = ex.TypeNames(ckey, d.suffix_math)
-    rkey = ex.result_key(expr, ckey)
-    name = kernel_name(sig)
+def step_functions(d: Dialect, f: Fused, name: str) -> tuple[str, list[str]]:
+    """(source of one ``DEV`` function per step, the C expression of each step's value).
+
+    Operand ``k`` is the variable ``v{k}`` in its compute representation and step ``j``'s
+    value the variable ``v{len(operands) + j}``; step ``j`` calls its function
+    (``{name}_f`` for a lone step, else ``{name}_f{j}``) on its arguments converted to
+    their compute keys, and its value is converted (float16: rounded) to the step's key."""
+    keys = [o.compute for o in f.operands] + [s.key for s in f.steps]
+    lines, values = [], []
+    for j, step in enumerate(f.steps):
+        expr, ckey = _step_expr(step)
+        rkey = ex.result_key(expr, ckey)
+        fn = f"{name}_f" if len(f.steps) == 1 else f"{name}_f{j}"
+        args = "xyz"[: len(step.args)]
+        fn_params = ", ".join(f"{_CTYPE[k]} {a}" for k, a in zip(step.arg_keys, args, strict=True))
+        code = expr.c.format_map(ex.TypeNames(ckey, d.suffix_math))
+        lines.append(f"DEV {_CTYPE[rkey]} {fn}({fn_params}) {{ return {code}; }}\n")
+        given = [_convert(d, keys[v], k, f"v{v}")
+                 for v, k in zip(step.args, step.arg_keys, strict=True)]
+        value = _convert(d, rkey, step.key, f"{fn}({', '.join(given)})")
+        if step.key == "f2" and rkey == "f2":  # a float16 value held in a float: round it
+            value = f"half_to_float({d.to_half('float', value)})"
+        values.append(value)
+    return "".join(lines), values
+
+
+def body_function(d: Dialect, f: Fused, name: str) -> tuple[str, str, list[tuple[str, str]]]:
+    """A fused body as one device function, for kernels that address their operands
+    themselves (a fused reduction reads its element through this): ``(source, result
+    key, parameters)``.  ``DEV <T> {name}(...)`` takes, per operand ``k``, the address
+    ``a{k}`` of its element (arrays: ``<glob> const u8 *``; ``f.operands[k].aligned``
+    says how to load it) or its value (scalars: ``s{k}``, or ``s{k}_re``/``s{k}_im``),
+    and returns ``f.results[0]``'s value in its compute representation (C type of the
+    result key).  ``parameters`` lists ``(launch type, C declaration)`` in order, with
+    ``"ptr"`` for addresses (as :class:`Param`)."""
+    fns, values = step_functions(d, f, name)
+    params: list[tuple[str, str]] = []
+    body = []
+    for k, o in enumerate(f.operands):
+        if o.storage is None:
+            if o.compute in _REAL_OF:
+                real = _REAL_OF[o.compute]
+                params += [(real, f"{_CTYPE[real]} s{k}_re"), (real, f"{_CTYPE[real]} s{k}_im")]
+                v = f"c_make_{o.compute}(s{k}_re, s{k}_im)"
+            else:
+                base = "double" if o.wide else _CTYPE[o.compute]
+                params.append((_scalar_param(o), f"{base} s{k}"))
+                v = (f"half_to_float({d.to_half(base, f's{k}')})" if o.compute == "f2"
+                     else f"s{k}")
+        else:
+            params.append(("ptr", f"{d.glob}const u8 *a{k}"))
+            v = _convert(d, o.storage, o.compute, _load(d, o.storage, f"a{k}", o.aligned))
+        body.append(f"    {_CTYPE[o.compute]} v{k} = {v};\n")
+    n = len(f.operands)
+    for j, step in enumerate(f.steps):
+        body.append(f"    {_CTYPE[step.key]} v{n + j} = {values[j]};\n")
+    r = f.results[0]
+    rkey = f.operands[r].compute if r < n else f.steps[r - n].key
+    decl = ", ".join(c for _, c in params)
+    src = fns + f"DEV {_CTYPE[rkey]} {name}({decl}) {{\n{''.join(body)}    return v{r};\n}}\n"
+    return src, rkey, params
+
+
+def _operand_values(d: Dialect, f: Fused) -> list[str]:
+    """Statements defining ``v{k}``, operand ``k`` in its compute representation, from
+    array ``len(outs) + k`` at byte offset ``o{a}`` of ``p{a}`` or from scalar parameters."""
+    m, body = len(f.outs), []
+    for k, o in enumerate(f.operands):
+        if o.storage is None:
+            if o.compute in _REAL_OF:
+                v = f"c_make_{o.compute}(s{k}_re, s{k}_im)"
+            elif o.compute == "f2":  # the scalar rounded to float16 once, as NumPy does
+                v = f"half_to_float({d.to_half('double' if o.wide else 'float', f's{k}')})"
+            else:
+                v = f"s{k}"
+        else:
+            a = m + k
+            v = _convert(d, o.storage, o.compute, _load(d, o.storage, f"p{a} + o{a}", o.aligned))
+        body.append(f"    {_CTYPE[o.compute]} v{k} = {v};\n")
+    return body
+
+
+def _kernel(d: Dialect, f: Fused, name: str) -> str:
+    fns, values = step_functions(d, f, name)
+    n = len(f.operands)
+    keys = [o.compute for o in f.operands] + [s.key for s in f.steps]
     g = d.glob
-    idx, off = ("u64", "i64") if sig.index64 else ("u32", "i32")
-    args = "xyz"[: len(sig.operands)]
-    fn_params = ", ".join(f"{_CTYPE[o.compute]} {a}" for o, a in zip(sig.operands, args, strict=True))
-    lines = [f"DEV {_CTYPE[rkey]} {name}_f({fn_params}) {{ return {expr.c.format_map(names)}; }}\n"]
+    m = len(f.outs)
+    idx, off = ("u64", "i64") if f.index64 else ("u32", "i32")
     decl = []
-    for p in params(sig):
+    for p in fused_params(f):
         role = p.role
         ctype = {"ptr": None, "u4": "u32", "u8": "u64", "i4": "i32", "i8": "i64"}.get(p.type, "")
         if role[0] == "ptr":
-            decl.append(f"{g}u8 *p{role[1]}" if role[1] == 0 else f"{g}const u8 *p{role[1]}")
+            decl.append(f"{g}u8 *p{role[1]}" if role[1] < m else f"{g}const u8 *p{role[1]}")
         elif role[0] in ("scalar", "re", "im"):
-            o = sig.operands[role[1]]
-            base = _CTYPE[_REAL_OF.get(o.compute, o.compute)]
+            o = f.operands[role[1]]
+            base = "double" if o.wide else _CTYPE[_REAL_OF.get(o.compute, o.compute)]
             suffix = "" if role[0] == "scalar" else f"_{role[0]}"
             decl.append(f"{base} s{role[1]}{suffix}")
         elif role[0] == "n":
@@ -266,48 +456,93 @@ def _kernel(d: Dialect, sig: Signature) -> str:
             decl.append(f"{ctype} n{role[1]}")
         else:
             decl.append(f"{ctype} s{role[1]}_{role[2]}")
-    body = [f"    {idx} i = ({idx})GRID_START;\n"]
-    if not sig.exact:
-        body.append("    if (i >= n) return;\n")
-    strided = [(a, key) for a, key, contiguous, _ in sig.arrays() if not contiguous]
-    for a, key, contiguous, _ in sig.arrays():
+    strided = [a for a, _, contiguous, _ in f.arrays() if not contiguous]
+    if f.rows:
+        body = _rows_index(f, idx, off, strided)
+    else:
+        body = [f"    {idx} i = ({idx})GRID_START;\n"]
+        if not f.exact:
+            body.append("    if (i >= n) return;\n")
+    for a, key, contiguous, _ in f.arrays():
         if contiguous:
-            body.append(f"    {off} o{a} = ({off})i * {SCALARS[key].size * (2 if key in _REAL_OF else 1)};\n")
-        else:
+            body.append(f"    {off} o{a} = ({off})i * {item_size(key)};\n")
+        elif not f.rows:  # (launched by rows: set by _rows_index)
             body.append(f"    {off} o{a} = 0;\n")
-    if strided:
-        if sig.ndim == 1:
-            for a, _ in strided:
-                body.append(f"    o{a} = ({off})i * s{a}_0;\n")
+    if strided and not f.rows:
+        if f.ndim == 1:
+            body += [f"    o{a} = ({off})i * s{a}_0;\n" for a in strided]
         else:
             body.append(f"    {idx} r = i, c;\n")
-            for dim in range(sig.ndim - 1, 0, -1):
+            for dim in range(f.ndim - 1, 0, -1):
                 body.append(f"    c = r % n{dim}; r = r / n{dim};\n")
-                body += [f"    o{a} += ({off})c * s{a}_{dim};\n" for a, _ in strided]
-            body += [f"    o{a} += ({off})r * s{a}_0;\n" for a, _ in strided]
-    values = []
-    for k, (o, a) in enumerate(zip(sig.operands, args, strict=True)):
-        if o.storage is None:
-            v = f"c_make_{o.compute}(s{k}_re, s{k}_im)" if o.compute in _REAL_OF else f"s{k}"
-        else:
-            v = _convert(d, o.storage, o.compute, _load(d, o.storage, f"p{k + 1} + o{k + 1}", o.aligned))
-        body.append(f"    {_CTYPE[o.compute]} {a} = {v};\n")
-        values.append(a)
-    result = f"{name}_f({', '.join(values)})"
-    body.append(f"    {_store(d, sig.out, 'p0 + o0', sig.out_aligned, result, rkey)}\n")
-    lines.append(f"{d.kernel} void {name}({', '.join(decl)}) {{\n{''.join(body)}}}\n")
-    return "".join(lines)
+                body += [f"    o{a} += ({off})c * s{a}_{dim};\n" for a in strided]
+            body += [f"    o{a} += ({off})r * s{a}_0;\n" for a in strided]
+    body += _operand_values(d, f)
+    for j, step in enumerate(f.steps):  # each step's value once, in a variable
+        body.append(f"    {_CTYPE[step.key]} v{n + j} = {values[j]};\n")
+    for j, (key, _, aligned) in enumerate(f.outs):
+        v = f.results[j]
+        body.append(f"    {_store(d, key, f'p{j} + o{j}', aligned, f'v{v}', keys[v])}\n")
+    return fns + f"{d.kernel} void {name}({', '.join(decl)}) {{\n{''.join(body)}}}\n"
 
 
-def _doubles(sig: Signature) -> bool:
-    keys = [sig.out] + [o.compute for o in sig.operands] + [o.storage or "" for o in sig.operands]
-    return any(k in ("f8", "c16") for k in keys)
+def item_size(key: str) -> int:
+    """The bytes of one element of storage key ``key`` (a complex one: both parts)."""
+    return SCALARS[key].size * (2 if key in _REAL_OF else 1)
 
 
-def source(d: Dialect, sigs: list[Signature]) -> str:
-    """A program with the kernels of ``sigs`` (names from :func:`kernel_name`)."""
-    doubles = any(map(_doubles, sigs))
-    helpers, complex_keys, access = _helpers(d, sigs)
+def _rows_index(f: Fused, idx: str, off: str, strided: list[int]) -> list[str]:
+    """The element of a work-item launched by rows (``f.rows``): each row of the last axis
+    takes whole work-groups, so a group's items have consecutive last indices ``ix`` and
+    one row index ``iy`` (computed once per group: a device vectorises the loads and
+    stores along the row); items past the row's end return.  Defines ``i`` (the element's
+    C-order index) and each strided array's offset ``o{a}`` up to the contiguous ones'."""
+    last = f.ndim - 1
+    body = [f"    {idx} per = ({idx})((n{last} + LOCAL_SIZE - 1) / LOCAL_SIZE);\n",
+            f"    {idx} iy = ({idx})GROUP_ID / per;\n",
+            f"    {idx} ix = (({idx})GROUP_ID - iy * per) * ({idx})LOCAL_SIZE + ({idx})LOCAL_ID;\n",
+            f"    if (ix >= n{last}) return;\n",
+            f"    {idx} i = iy * n{last} + ix;\n"]
+    if not strided:
+        return body
+    sizes = {a: item_size(key) for a, key, _, _ in f.arrays()}
+    body += [f"    {off} o{a} = ({off})ix * "
+             f"{sizes[a] if a in f.unit_rows else f's{a}_{last}'};\n" for a in strided]
+    body.append(f"    {idx} r = iy, c;\n")
+    for dim in range(last - 1, 0, -1):
+        body.append(f"    c = r % n{dim}; r = r / n{dim};\n")
+        body += [f"    o{a} += ({off})c * s{a}_{dim};\n" for a in strided]
+    body += [f"    o{a} += ({off})r * s{a}_0;\n" for a in strided]
+    return body
+
+
+def _doubles(f: Fused) -> bool:
+    keys = [key for key, _, _ in f.outs] + [o.compute for o in f.operands]
+    keys += [o.storage or "" for o in f.operands]
+    for step in f.steps:
+        keys += [*step.arg_keys, step.key]
+    return any(k in ("f8", "c16") for k in keys) or any(o.wide for o in f.operands)
+
+
+def source(d: Dialect, sigs: list) -> str:
+    """A program with the kernels of ``sigs`` -- lone :class:`Signature` s (named by
+    :func:`kernel_name`) and :class:`Fused` kernels (named by :func:`fused_name`)."""
+    kernels = [(fused_of(s), kernel_name(s)) if isinstance(s, Signature) else (s, fused_name(s))
+               for s in sigs]
+    parts = [prelude(d, [f for f, _ in kernels])]
+    seen = set()
+    for f, name in kernels:
+        if name not in seen:
+            seen.add(name)
+            parts.append(_kernel(d, f, name))
+    return "".join(parts)
+
+
+def prelude(d: Dialect, kernels: list[Fused]) -> str:
+    """What a program needs before the functions of ``kernels`` (types, helpers, the
+    dialect's prelude): for kernels written elsewhere that call :func:`body_function`."""
+    doubles = any(_doubles(f) for f in kernels)
+    helpers, complex_keys, access = _helpers(d, kernels)
     parts = [d.fp64 if doubles else "", d.prelude, "#ifndef DEV\n#define DEV " + d.fn + "\n#endif\n",
              d.compute_prelude, d.half_src(doubles)]
     if "c8" in complex_keys:
@@ -317,9 +552,4 @@ def source(d: Dialect, sigs: list[Signature]) -> str:
     for ctype in sorted(access):
         parts += [access_source(d, ctype, False, False), access_source(d, ctype, False, True)]
     parts += helpers
-    seen = set()
-    for sig in sigs:
-        if sig not in seen:
-            seen.add(sig)
-            parts.append(_kernel(d, sig))
     return "".join(parts)

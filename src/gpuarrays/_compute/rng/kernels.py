@@ -834,8 +834,8 @@ def _launch(device, name: str, values: list, items: int, local: int | None = Non
             f"(compile_kernel), which the {impl.name} back-end does not offer")
     if items == 0:
         return
-    # compiled once per device (a kernel object outlives device resets); CUDA keeps images
-    # on disk, OpenCL ignores the disk cache
+    # compiled once per device (a kernel object outlives device resets); both CUDA and OpenCL
+    # keep the compiled program on disk (docs/kernels.md, "Kernel caches")
     kernel = compiled(device, (impl.name, name), _program, _kernels, _lock)
     local = local or local_size(device)
     while local > kernel.max_local:  # the numbers never depend on the launch shape

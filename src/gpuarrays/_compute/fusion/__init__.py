@@ -1,0 +1,1 @@
+"""ga.fuse: whole expressions in one kernel (docs/fusion.md)."""
