@@ -18,7 +18,8 @@
 # $GPU_CHECK_SECONDS (default 450): a section never gets more than what is left of it, so
 # the whole run ends within 8 minutes even when a section hangs; a section that finds no
 # time left is recorded as skipped.  Sections run most important first.
-# GPU_CHECK_ONLY="clients conformance" runs only the sections named (a rerun).
+# GPU_CHECK_ONLY="clients conformance" runs only the sections named (a rerun);
+# GPU_CHECK_PYTEST_SECONDS (default 130) is the limit of the pytest section.
 set -u
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -117,7 +118,7 @@ section preflight 30
 # opencl runs are for CI).  The clients run in their own section below.
 # (the generated kernels' tests compile ~400 kernels with NVRTC on the first run; the disk
 # cache in $OUT keeps a second run short)
-pytest_section pytest 130 "tests/ -k cuda" --maxfail=30 -k "cuda and not test_clients" tests
+pytest_section pytest "${GPU_CHECK_PYTEST_SECONDS:-130}" "tests/ -k cuda" --maxfail=30 -k "cuda and not test_clients" tests
 
 # scikit-learn (scalers, metrics, PCA, LDA), array-api-extra and einops on cuda:0.
 pytest_section clients 45 "tests/test_clients.py -k cuda" -n 0 -k cuda tests/test_clients.py
