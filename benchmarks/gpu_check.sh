@@ -98,7 +98,7 @@ pytest_section() {  # pytest_section NAME SECONDS LABEL PYTEST-ARGS...
     shift 3
     if (( limit < 5 )); then skipped "$name"; return; fi
     log "section $name (limit ${limit}s)"
-    timeout --kill-after=5 "$limit" "$PYTHON" -m pytest -q -p no:cacheprovider \
+    timeout --kill-after=5 "$limit" "$PYTHON" -m pytest -q -p no:cacheprovider -p no:benchmark \
         --junitxml="$OUT/$name.xml" "$@" >"$OUT/$name.txt" 2>&1
     rc=$?
     log "section $name exit $rc"

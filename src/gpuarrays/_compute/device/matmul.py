@@ -236,6 +236,38 @@ def _vector_layout(dev, hint: str, key: str) -> tuple | None:
     return None
 
 
+LOCAL_BYTES_MAX = 32768
+"""The most local (CUDA: shared) memory a kernel's tiles may take: what every OpenCL device
+of the full profile offers (``CL_DEVICE_LOCAL_MEM_SIZE`` >= 32 KiB), below CUDA's 48 KiB of
+static shared memory per block.  An H200 refused the matrix-vector shape (1024 rows of A,
+16 deep: 64 KiB) with ptxas's "uses too much shared data"."""
+
+
+def local_depth(bm: int, bn: int, bk: int, acc: str) -> int:
+    """The K depth of the local tiles of a ``bm x bn`` block: ``bk``, halved until the
+    ``As[bk][bm]`` and ``Bs[bk][bn]`` tiles of ``acc`` elements fit in
+    :data:`LOCAL_BYTES_MAX` (at least 1)."""
+    size = int(acc[1:])
+    while bk > 1 and bk * (bm + bn) * size > LOCAL_BYTES_MAX:
+        bk //= 2
+    return bk
+
+
+def tile_shape(tiles: tuple, M: int, N: int, acc: str) -> tuple:
+    """``(TM, TN, RM, RN, BK, local)`` of the generic kernel for an ``M x N`` result from
+    the launch hint's :data:`TILES` entry: a matrix times a vector puts every work-item on
+    its own rows (a vector times a matrix, on its own columns), and local tiles are made
+    shallow enough to fit (:func:`local_depth`)."""
+    TM, TN, RM, RN, BK, local = tiles
+    if N == 1:
+        TM, TN, RM, RN = TM * TN, 1, RM, 1
+    elif M == 1:
+        TM, TN, RM, RN = 1, TM * TN, 1, RN
+    if local:
+        BK = local_depth(TM * RM, TN * RN, BK, acc)
+    return TM, TN, RM, RN, BK, local
+
+
 def _tiles(dev, hint: str) -> tuple:
     """``TILES[hint]``, without local tiles where the device does not qualify them."""
     tiles = TILES[hint]
@@ -299,11 +331,7 @@ def run(a, b, result, hint: str | None = None) -> None:
             spec = Spec(dev.backend, rkey, rkey, rkey, rkey, L, 1, RM, RN, 0, False, VW)
             tiles_m, tiles_n = -(-M // (L * RM)), -(-N // (VW * RN))
         else:
-            TM, TN, RM, RN, BK, local = _tiles(dev, hint)
-            if N == 1:  # a matrix times a vector: every work-item on its own rows
-                TM, TN, RM, RN = TM * TN, 1, RM, 1
-            elif M == 1:  # a vector times a matrix
-                TM, TN, RM, RN = 1, TM * TN, 1, RN
+            TM, TN, RM, RN, BK, local = tile_shape(_tiles(dev, hint), M, N, accumulator(rkey))
             spec = Spec(dev.backend, _key(ra.dtype), _key(rb.dtype), rkey, accumulator(rkey),
                         TM, TN, RM, RN, BK, bool(local),
                         a_rows_fast=abs(sam) < abs(sak) and M > 1,
