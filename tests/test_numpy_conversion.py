@@ -207,17 +207,27 @@ def test_device_memory_the_host_cannot_address_is_refused(device, monkeypatch):
             np.testing.assert_array_equal(np.asarray(ga.ones(2, device=device, kind=kind)), [1, 1])
 
 
-def test_strict_switch_refuses_as_a_gpu_would(device, monkeypatch):
+@pytest.mark.parametrize("gpu_like", [False, True], ids=["as_is", "as_gpu"])
+def test_strict_switch_refuses_as_a_gpu_would(device, monkeypatch, gpu_like):
+    if gpu_like:  # 'device' memory the host cannot read, as on CUDA, on every device
+        as_gpu(monkeypatch, device)
     monkeypatch.setenv(STRICT, "1")  # read at each call
     for kind in device.kinds:
         a = ga.arange(3.0, device=device, kind=kind)
         if kind in PORTABLE_KINDS:
             assert address(np.asarray(a)) == a.data_ptr
             continue
-        with pytest.raises(TypeError, match=rf"{STRICT}=1 is set.*a\.get\(\)"):
-            np.asarray(a)
-        with pytest.raises(TypeError, match=STRICT):
-            np.array(a)
+        if kind in device.info.host_kinds:  # readable in place: the switch is the reason
+            with pytest.raises(TypeError, match=rf"{STRICT}=1 is set.*a\.get\(\)"):
+                np.asarray(a)
+            with pytest.raises(TypeError, match=STRICT):
+                np.array(a)
+        else:  # never readable in place (CUDA 'device' memory): the switch is not named
+            for call in (np.asarray, np.array):
+                with pytest.raises(TypeError, match=rf"'{kind}' memory on {device}, and .*"
+                                                    rf"a\.get\(\)") as e:
+                    call(a)
+                assert STRICT not in str(e.value)
         assert a.storage.refcount == 1
     monkeypatch.setenv(STRICT, "0")
     for kind in numpy_kinds(device):
