@@ -4,6 +4,7 @@ for, and np.testing's assertions read gpuarrays arrays."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import warnings
 
@@ -95,13 +96,29 @@ def test_dtype_and_metadata_helpers(device):
     assert ga.format_float_positional(np.float32(0.1)) == "0.1"
 
 
-def test_numpy_testing_reads_gpuarrays_arrays(device):
-    a = _on(device)
-    np.testing.assert_allclose(a, H)
-    np.testing.assert_array_equal(a[1:], H[1:])
-    np.testing.assert_array_almost_equal(a, H + 1e-9, decimal=6)
-    with pytest.raises(AssertionError):
-        np.testing.assert_allclose(a, H + 1)
+@pytest.mark.parametrize("gpu_like", [False, True], ids=["as_is", "as_gpu"])
+def test_numpy_testing_reads_gpuarrays_arrays(device, monkeypatch, gpu_like):
+    """np.testing reads every kind NumPy reads in place (``host``/``unified`` everywhere,
+    all memory on cpu and PoCL); memory it cannot read (CUDA ``device``) is refused with
+    the remedy, never copied behind the caller's back.  ``as_gpu``: ``device`` memory
+    described as a GPU's (not host-addressable), so that branch runs on every device."""
+    if gpu_like:
+        monkeypatch.setattr(device, "info", dataclasses.replace(device.info, host_kinds=tuple(
+            k for k in device.info.host_kinds if k != "device")))
+    readable = [k for k in device.kinds if k in ("host", "unified")
+                or k in device.info.host_kinds]
+    for kind in device.kinds:
+        a = ga.asarray(H, device=device, kind=kind)
+        if kind not in readable:
+            with pytest.raises(TypeError, match=r"a\.get\(\)"):
+                np.testing.assert_allclose(a, H)
+            np.testing.assert_allclose(a.get(), H)
+            continue
+        np.testing.assert_allclose(a, H)
+        np.testing.assert_array_equal(a[1:], H[1:])
+        np.testing.assert_array_almost_equal(a, H + 1e-9, decimal=6)
+        with pytest.raises(AssertionError):
+            np.testing.assert_allclose(a, H + 1)
 
 
 def test_show_config_names_every_device(capsys):

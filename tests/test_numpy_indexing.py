@@ -527,7 +527,7 @@ def test_temporaries_go_back(device, used):
         np.unique(i, axis=0, return_inverse=True), np.choose(i, [g, g * 2, g * 3]),
         np.isclose(g, g.T.T, equal_nan=True), np.select([g > 1, g < 3], [g, -g]),
         np.intersect1d(g, i, return_indices=True), np.setxor1d(g, i),
-        np.packbits(i, axis=1), np.lexsort([g.T, i.T]), np.argwhere(i),
+        np.packbits(i, axis=1), np.lexsort((g.T, i.T)), np.argwhere(i),
         np.unravel_index(i, (3, 3)), np.partition(g, 1)]
     np.put(w, i[0], g[1])
     np.putmask(w, g > 1, g)
