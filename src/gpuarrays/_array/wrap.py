@@ -144,9 +144,13 @@ def unsafe_wrap(ptr_or_array, shape=None, dtype=None, *, strides=None, device=No
         raise ValueError(f"device {dev} does not support memory kind {kind!r}; "
                          f"it supports {', '.join(dev.kinds)}")
     pinned = None
-    if (nbytes and kind == "host" and dev.impl.needs_host_registration and info is not None
-            and info.size == 0):
-        pinned = pin_registry(dev).pin(dev, ptr + lo, ptr + hi)
+    if nbytes and kind == "host" and dev.impl.needs_host_registration and info is not None:
+        # memory the platform does not know yet, or pages our own registrations cover
+        # (the platform then reports their range); another library's registration is
+        # left to it
+        pins = pin_registry(dev)
+        if info.size == 0 or pins.holds(ptr + lo, ptr + hi):
+            pinned = pins.pin(dev, ptr + lo, ptr + hi)
     home = WrapHome(ptr + lo if own else None, pinned)  # the allocation, whatever the strides
     storage = Storage(ptr + lo, nbytes, dev, kind, home, dev.memory.epoch, 0, owned=bool(own),
                       owner=owner)

@@ -1,8 +1,9 @@
 """Host registrations ("pins") and the home of wrapped storages.
 
 Host memory wrapped for a device that needs it is registered with the
-platform once per range; pins are counted per range here, so overlapping
-wraps register once and the last one unregisters (also with ``own=False``).
+platform in whole pages, each page once; registrations are counted here, so
+overlapping wraps (or wraps sharing a page) register once and the last one
+holding a registration unregisters it (also with ``own=False``).
 :class:`WrapHome` is the home of a wrapped storage: when its last handle
 goes it waits for the device's queued work, then drops the owner, removes the
 pin and frees the memory if owned.
@@ -10,6 +11,7 @@ pin and frees the memory if owned.
 
 from __future__ import annotations
 
+import mmap
 import threading
 import warnings
 
@@ -18,49 +20,83 @@ from .devices import get_device
 from .state import state
 from .storage import Storage
 
-__all__ = ["WrapHome", "pin_count", "pin_registry", "forget_pins"]
+__all__ = ["PAGE", "WrapHome", "pin_count", "pin_registry", "forget_pins"]
+
+
+PAGE = mmap.PAGESIZE
+"""The granularity of a host registration: CUDA registers whole pages and refuses a
+range that overlaps pages already registered (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)."""
 
 
 class _Pins:
-    """Reference-counted host registrations of one device: [(start, end, count)]."""
+    """Reference-counted host registrations of one device: ``{(start, end): count}``,
+    page-aligned and disjoint.  A wrap holds every registration its pages fall in:
+    :meth:`pin` registers only the pages no registration covers yet (one range per gap),
+    so two wraps that share a page never register it twice, and a registration stays
+    until the last wrap holding it goes."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.ranges: dict[tuple[int, int], int] = {}
-        self.pending: list[tuple[int, int]] = []  # unpins queued by finalizers
+        self.pending: list[tuple[tuple[int, int], ...]] = []  # unpins queued by finalizers
 
-    def pin(self, device, start: int, end: int) -> tuple[int, int]:
+    def holds(self, start: int, end: int) -> bool:
+        """Whether a registration made here overlaps the bytes ``[start, end)``."""
+        with self.lock:
+            return any(s < end and start < e for s, e in self.ranges)
+
+    def pin(self, device, start: int, end: int) -> tuple[tuple[int, int], ...]:
+        """Hold registrations covering the pages of ``[start, end)``; returns them for
+        :meth:`unpin`.  A failed registration undoes this call's and raises."""
+        lo, hi = start - start % PAGE, -(-end // PAGE) * PAGE
         with self.lock:
             self._apply_locked(device)
-            for (s, e), count in self.ranges.items():
-                if s <= start and end <= e:
-                    self.ranges[(s, e)] = count + 1
-                    return s, e
-            device.impl.register_host(device.index, start, end - start)
-            self.ranges[(start, end)] = 1
-            return start, end
+            overlapping = sorted(r for r in self.ranges if r[0] < hi and lo < r[1])
+            gaps, pos = [], lo
+            for s, e in overlapping:
+                if pos < s:
+                    gaps.append((pos, s))
+                pos = max(pos, e)
+            if pos < hi:
+                gaps.append((pos, hi))
+            made: list[tuple[int, int]] = []
+            try:
+                for s, e in gaps:
+                    device.impl.register_host(device.index, s, e - s)
+                    made.append((s, e))
+            except BaseException:
+                for s, _ in made:
+                    try:
+                        device.impl.unregister_host(device.index, s)
+                    except BackendError:
+                        pass
+                raise
+            held = tuple(sorted(overlapping + made))
+            for r in held:
+                self.ranges[r] = self.ranges.get(r, 0) + 1
+            return held
 
-    def unpin(self, device, rng: tuple[int, int]) -> None:
+    def unpin(self, device, held: tuple[tuple[int, int], ...]) -> None:
         if self.lock.acquire(False):
             try:
                 self._apply_locked(device)
-                self._unpin_locked(device, rng)
+                self._unpin_locked(device, held)
             finally:
                 self.lock.release()
         else:
-            self.pending.append(rng)
+            self.pending.append(held)
 
     def _apply_locked(self, device) -> None:
         while self.pending:
             self._unpin_locked(device, self.pending.pop())
 
-    def _unpin_locked(self, device, rng: tuple[int, int]) -> None:
-        count = self.ranges.get(rng, 0) - 1
-        if count > 0:
-            self.ranges[rng] = count
-            return
-        if self.ranges.pop(rng, None) is not None:
-            device.impl.unregister_host(device.index, rng[0])
+    def _unpin_locked(self, device, held: tuple[tuple[int, int], ...]) -> None:
+        for rng in held:
+            count = self.ranges.get(rng, 0) - 1
+            if count > 0:
+                self.ranges[rng] = count
+            elif self.ranges.pop(rng, None) is not None:
+                device.impl.unregister_host(device.index, rng[0])
 
     def forget(self) -> None:
         """Device reset: the platform dropped every registration; forget ours."""
@@ -105,7 +141,8 @@ class WrapHome:
 
     __slots__ = ("free_ptr", "pinned")
 
-    def __init__(self, free_ptr: int | None, pinned: tuple[int, int] | None) -> None:
+    def __init__(self, free_ptr: int | None,
+                 pinned: tuple[tuple[int, int], ...] | None) -> None:
         self.free_ptr = free_ptr  # the address to free (own=True), else None
         self.pinned = pinned
 
