@@ -194,12 +194,29 @@ def test_meshgrid_arguments_as_numpy(device, kw):
         for g, w in zip(got, want, strict=True):
             check(g, w)
         got = ga.meshgrid(*args, **kw)
+        assert type(got) is type(want)  # NumPy 2.5's tuple, 2.4's list for sparse views
         for g, w in zip(got, want, strict=True):
             check(g, w)
     with pytest.raises(ValueError, match="indexing must be 'xy' or 'ij'"):
         ga.meshgrid(xs[0], indexing="yx")
     with pytest.raises(ValueError, match="1-d.*reshape"):
         np.meshgrid(xs[2].reshape(2, 3), xs[0])
+
+
+@pytest.mark.parametrize("as_list", [True, False], ids=["numpy_2_4", "numpy_2_5"])
+def test_meshgrid_sparse_views_container_follows_numpy(device, monkeypatch, as_list):
+    """Both containers, whichever NumPy is installed: the import-time decision is the only
+    switch, and it matches the installed NumPy."""
+    from gpuarrays._compute import creation
+    assert creation._SPARSE_VIEWS_AS_LIST is (
+        type(np.meshgrid(np.zeros(1), sparse=True, copy=False)) is list)
+    monkeypatch.setattr(creation, "_SPARSE_VIEWS_AS_LIST", as_list)
+    x = ga.arange(3.0, device=device)
+    got = ga.meshgrid(x, x[:2], sparse=True, copy=False)
+    assert type(got) is (list if as_list else tuple) and len(got) == 2
+    check(got[0], np.arange(3.0).reshape(1, 3))
+    for kw in ({}, {"sparse": True}, {"copy": False}):
+        assert type(ga.meshgrid(x, x, **kw)) is tuple
 
 
 def test_meshgrid_copy_false_shares_storage(device):

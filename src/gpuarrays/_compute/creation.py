@@ -254,9 +254,15 @@ def from_dlpack(x, /, *, device=None, copy=None):
     return _dlpack.from_dlpack(x, device=device, copy=copy)
 
 
+# NumPy <= 2.4 returns a list from meshgrid(sparse=True, copy=False), 2.5 a tuple: the
+# container follows the NumPy installed, decided once here (docs/numpy.md).
+_SPARSE_VIEWS_AS_LIST = type(np.meshgrid(np.zeros(1), sparse=True, copy=False)) is list
+
+
 def meshgrid(*arrays, copy=True, sparse=False, indexing="xy"):
     """Coordinate matrices from 1-d coordinate vectors, as NumPy's ``meshgrid`` (a tuple;
-    NumPy's list for ``sparse=True, copy=False``).
+    for ``sparse=True, copy=False`` the container the installed NumPy returns: a list on
+    NumPy <= 2.4, a tuple on 2.5).
 
     ``indexing="xy"`` (Cartesian) swaps the first two axes, ``"ij"`` (matrix) keeps them.
     ``sparse=True`` gives arrays with length-1 axes except their own (NumPy's
@@ -322,7 +328,7 @@ def _meshgrid(xs: list, copy: bool, sparse: bool, indexing: str) -> tuple:
         for r in out:
             r.free()
         raise
-    return out if sparse and not copy else tuple(out)  # NumPy's types (a list there)
+    return out if sparse and not copy and _SPARSE_VIEWS_AS_LIST else tuple(out)
 
 
 def _int(name: str, what: str, v) -> int:
