@@ -464,6 +464,29 @@ def test_rounding_to_float16_matches_numpy_on_random_bits(host, key):
         assert _same(expected, out).all()
 
 
+@pytest.mark.parametrize("key", ["f4", "f8"])
+def test_nan_payloads_reach_float16_bit_for_bit(host, key):
+    """Every float16 NaN payload, signalling and quiet, both signs, with low bits below the
+    float16's: NumPy keeps the payload's top bits (a signalling NaN stays one; one whose
+    kept bits are all zero becomes 0x7c01).  ``_same`` takes any NaN for any NaN, so this
+    compares bits.  A float32 must not go through (double): the conversion quiets a
+    signalling NaN on the GPU as on x86, which this host run sees too."""
+    dt = DTYPES[key]
+    bits = np.dtype(f"u{dt.itemsize}")
+    shift, top = (13, 0x7F800000) if key == "f4" else (42, 0x7FF0000000000000)
+    payload = np.arange(1024, dtype=bits) << bits.type(shift)
+    low = np.array([0, 1, (1 << shift) - 1], bits)
+    sign = np.array([0, 1 << (8 * dt.itemsize - 1)], bits)
+    raw = (sign[:, None, None] | top | payload[None, :, None] | low[None, None, :]).ravel()
+    values = raw[(raw & ~sign[1]) != top].view(dt)  # NaNs only (not the infinities)
+    assert np.isnan(values).all()
+    out = np.zeros(values.shape, np.float16)
+    _convert(host, values, out)
+    expected = values.astype(np.float16)
+    bad = out.view(np.uint16) != expected.view(np.uint16)
+    assert not bad.any(), (raw[bad][:5], expected.view(np.uint16)[bad][:5], out.view(np.uint16)[bad][:5])
+
+
 def _raw(a: np.ndarray) -> RawView:
     return RawView(a.ctypes.data, a.shape, a.strides, a.dtype)
 
@@ -591,10 +614,17 @@ class TestOnDevice:
             values = _source_values(src)
             a = ga.asarray(values, device=gpu)
             for dst in ALL_KEYS:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                # gpuarrays warns where NumPy does (complex to a real type: ComplexWarning),
+                # and only there; the oracle's own warning is recorded, not raised.
+                with warnings.catch_warnings(record=True) as numpy_warned:
+                    warnings.simplefilter("always")
                     expected = values.astype(DTYPES[dst])
-                got = a.astype(DTYPES[dst]).get()
+                with warnings.catch_warnings(record=True) as ours_warned:
+                    warnings.simplefilter("always")
+                    got = a.astype(DTYPES[dst]).get()
+                assert ([w.category for w in ours_warned if w.category is not RuntimeWarning]
+                        == [w.category for w in numpy_warned
+                            if w.category is not RuntimeWarning]), (src, dst)
                 ok = _comparable(values, DTYPES[dst])
                 assert (_same(expected, got) | ~ok).all(), (src, dst)
 

@@ -532,6 +532,11 @@ def test_float16_scalar_kernel_for_a_device_without_float64(spec):
     if device.backend == "cpu":  # no generated kernels: the sources are all there is to check
         return
     text = generator.source(device.impl.dialect, [sig])
+    if device.backend == "cuda":
+        # Every CUDA device has float64, and the CUDA prelude always defines its double
+        # helpers (double_to_half, the x86 float-to-integer casts); the kernel itself
+        # still computes the float16 scalar as a float, with no double.
+        text = text[text.index('extern "C" __global__'):]
     assert "double" not in text and "fp64" not in text
     h = (_rng(14).standard_normal(5000) * 30).astype(F16)
     x, out = put(h, device), ga.empty(h.size, dtype=F16, device=device)

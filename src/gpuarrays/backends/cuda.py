@@ -321,8 +321,11 @@ _CUDA_C = Dialect(
     strides=("m.a[d]", "m.b[d]"),
     fp64="",
     half_src=lambda doubles: _HALF_SRC,
-    # NumPy rounds float64 straight to float16; a float32 source is exact in double.
-    to_half=lambda real, v: f"double_to_half((double)({v}))",
+    # NumPy rounds float64 straight to float16, and float32 straight too: a float32
+    # goes to float_to_half, not through (double), whose cvt.f64.f32 quiets a
+    # signalling NaN on the GPU (NumPy keeps its bits).  Integers go through double.
+    to_half=lambda real, v: (f"float_to_half({v})" if real == "float"
+                             else f"double_to_half((double)({v}))"),
     float_to_int=_float_to_int,
     compute_prelude=(
         "#define INFINITY __int_as_float(0x7f800000)\n"
