@@ -234,7 +234,9 @@ def test_hypothesis_views_match_numpy_layouts(device, data):
     n, v = h[::-1], g[::-1]  # a negative stride on the first axis
     perm = tuple(data.draw(st.permutations(range(len(shape)))))
     ones = tuple(k for k, m in enumerate(shape) if m == 1)
-    new = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) + 1), max_size=2))))
+    k = data.draw(st.integers(0, 2))  # new axes, then k distinct ones in the result's range
+    new = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) + k - 1), min_size=k,
+                                         max_size=k))))
     cases = [(ga.permute_dims(v, perm), np.transpose(n, perm)),
              (ga.expand_dims(v, new), np.expand_dims(n, new)),
              (ga.squeeze(v, ones), np.squeeze(n, ones)),
