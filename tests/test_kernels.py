@@ -130,6 +130,33 @@ _EXACT = {"add", "subtract", "multiply", "divide", "sqrt", "negative", "positive
           "imag", "conj", "where", "signbit", "isnan", "isinf", "isfinite", "hypot",
           "pow_sqrt"}
 
+# CUDA's math library is not glibc: the CUDA C Programming Guide ("Mathematical Functions")
+# documents maximum errors (hypotf 3 ulp, hypot 2; expf 2, logf/log1pf 1; exp, log1p 1), where
+# PoCL's built-ins give glibc's (NumPy's) bits.  On cuda these results are held to that bound
+# plus one ulp for NumPy's own rounding (docs/kernels.md, "Accuracy on CUDA"); logaddexp and
+# logaddexp2 (max(x, y) + a log1p term) in ulps of the larger of the two summands, whose
+# rounding cancellation can magnify in the result.
+_CUDA_ULPS = {("hypot", "f4"): 4, ("hypot", "f8"): 3, ("logaddexp", "f4"): 4,
+              ("logaddexp", "f8"): 3, ("logaddexp2", "f4"): 4, ("logaddexp2", "f8"): 3}
+_SUMMANDS = ("logaddexp", "logaddexp2")
+
+
+def cuda_ulps(op: str, got: np.ndarray, want: np.ndarray, x: np.ndarray,
+              y: np.ndarray) -> np.ndarray:
+    """``ulps`` (0 for equal values and NaNs, inf for a non-finite mismatch); for
+    logaddexp/logaddexp2 in units of the larger summand, max(|want|, |want - max(x, y)|)."""
+    u = ulps(got, want)
+    if op not in _SUMMANDS:
+        return u
+    with np.errstate(all="ignore"):
+        big = np.maximum(x, y).astype(np.float64)
+        ref = np.maximum(abs(want.astype(np.float64)), abs(want.astype(np.float64) - big))
+        ref = np.where(np.isfinite(ref), ref, 0).astype(want.dtype)
+        spacing = np.spacing(ref).astype(np.float64)
+        scaled = abs(got.astype(np.float64) - want.astype(np.float64)) / spacing
+    return np.where(np.isfinite(u), np.minimum(u, scaled), u)
+
+
 _SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0,
             1e-30, -1e-30, 1e30, 0.75, 2.0, -3.0, 7.0]
 
@@ -157,7 +184,14 @@ def sample(key: str, n: int = 64, seed: int = 0) -> np.ndarray:
         return np.concatenate([special, rnd[: n - special.size]]).astype(dt)
 
 
-def _check(op: str, key: str, got: np.ndarray, want: np.ndarray, xs) -> None:
+def _check(op: str, key: str, got: np.ndarray, want: np.ndarray, xs,
+           backend: str = "opencl") -> None:
+    if backend == "cuda" and (op, key) in _CUDA_ULPS:
+        u = cuda_ulps(op, got, want, *xs)
+        limit = _CUDA_ULPS[op, key]
+        assert (u <= limit).all(), (op, key, [x[u > limit] for x in xs], got[u > limit],
+                                    want[u > limit], u[u > limit])
+        return
     if want.dtype.kind not in "fc" or op in _EXACT and key[0] != "c":
         bad = ~same(got, want)
         if op in ("sign", "round", "ceil", "floor", "trunc") or want.dtype.kind not in "fc":
@@ -208,7 +242,7 @@ def test_every_operation_matches_numpy_on_opencl(kdev, op, key):
         xs[1], xs[2] = np.minimum(xs[1], xs[2]), np.maximum(xs[1], xs[2])
     want = oracle(op, *xs)
     got = launch(kdev, op, want.dtype, *[_to(kdev, x) for x in xs])
-    _check(op, key, got, want, xs)
+    _check(op, key, got, want, xs, kdev.backend)
 
 
 def test_expressions_cover_every_operation_of_the_table():
@@ -271,7 +305,13 @@ def test_nan_inf_and_signed_zeros_through_extrema_sign_round_copysign_nextafter(
         got, want = launch(kdev, op, dt, _to(kdev, x), _to(kdev, y)), oracle(op, x, y)
         bad = ~same(got, want)
         if op in ("logaddexp", "hypot", "atan2"):  # exact at the special values, else 2 ulp
-            bad &= ~np.isfinite(x) | ~np.isfinite(y) | (x == 0) | (y == 0) | (ulps(got, want) > 2)
+            # (a zero is special for hypot and atan2; logaddexp(0, y) is log1p(exp(y)),
+            # rounded as the library rounds, and logaddexp(a, a) is a + log(2) exactly)
+            zero = (x == y) if op == "logaddexp" else (x == 0) | (y == 0)
+            u, limit = ulps(got, want), 2
+            if kdev.backend == "cuda" and (op, key) in _CUDA_ULPS:
+                u, limit = cuda_ulps(op, got, want, x, y), _CUDA_ULPS[op, key]
+            bad &= ~np.isfinite(x) | ~np.isfinite(y) | zero | (u > limit)
         assert not bad.any(), (op, x[bad], y[bad], got[bad], want[bad])
     for op in ("sign", "round", "signbit", "isnan", "isinf", "isfinite", "abs", "negative"):
         want = oracle(op, v)
