@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from compute_cases import assert_close, inputs, reference
+from compute_cases import assert_close, assert_close_for, inputs, reference
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import SETTINGS
@@ -40,48 +40,6 @@ def _expected(name, device, *hosts):
     return want
 
 
-
-
-def _cuda_close(got, want, what, name, *hosts, backend: str = "cuda") -> bool:
-    """On cuda, logaddexp/logaddexp2 and non-integer complex powers against CUDA's documented
-    bounds (docs/kernels.md, "Accuracy on CUDA"): 4 eps of the larger summand max(|want|,
-    |want - max(x, y)|) for logaddexp*, and 4 eps of |want| times (1 + |w log z|) for
-    z ** w = exp(w log z), whose exponent carries CUDA's log/exp/sin/cos error of a few
-    ulp.  False where this does not apply (the caller's assert_close does)."""
-    want = np.asarray(want)
-    if name in ("logaddexp", "logaddexp2") and want.dtype.kind == "f":
-        x, y = (np.asarray(h, np.float64) for h in hosts)
-        with np.errstate(all="ignore"):
-            w = want.astype(np.float64)
-            scale = np.maximum(abs(w), abs(w - np.maximum(x, y)))
-    elif name in ("power", "float_power") and want.dtype.kind == "c" and backend == "cuda":
-        z, e = (np.asarray(h).astype(np.complex128) for h in hosts)
-        with np.errstate(all="ignore"):
-            scale = abs(want.astype(np.complex128)) * (1 + abs(e * np.log(z)))
-    else:
-        return False
-    got = np.asarray(got)
-    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, want.dtype)
-    finite = np.isfinite(want)
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{what}: NaN")
-    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)],
-                                  err_msg=f"{what}: infinities")
-    eps = np.finfo(want.dtype).eps
-    with np.errstate(all="ignore"):
-        diff = abs(got.astype(np.complex128) - want.astype(np.complex128))
-    bad = finite & ~(diff <= 4 * eps * np.where(np.isfinite(scale), scale, np.inf))
-    assert not bad.any(), (what, got[bad][:5], want[bad][:5])
-    return True
-
-
-def _close(got, want, backend: str, what: str, name: str, *hosts) -> None:
-    """``assert_close``, but ``_cuda_close`` where it applies: logaddexp* on every device
-    (PoCL's float64 log1p/exp2 are not glibc's either), complex powers on cuda."""
-    if backend != "cpu" and _cuda_close(got, want, what, name, *hosts, backend=backend):
-        return
-    assert_close(got, want, backend, what)
-
-
 def _call(name, *args):
     return getattr(ga, name)(*args)
 
@@ -96,7 +54,7 @@ def test_every_function_on_every_dtype_it_accepts(device, name):
         arrays = [ga.asarray(h, device=device) for h in hosts]
         got = _call(name, *arrays)
         assert got.device == device and got.shape == (3, 5)
-        _close(got.get(), _expected(name, device, *hosts), device.backend, f"{name} {dt}",
+        assert_close_for(got.get(), _expected(name, device, *hosts), device.backend, f"{name} {dt}",
                name, *hosts)
 
 

@@ -10,11 +10,9 @@ Float tolerances per back-end are ``compute_cases.ULP``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-from compute_cases import ULP, assert_close, inputs
+from compute_cases import ULP, assert_close, assert_close_for, inputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -61,48 +59,6 @@ def _numpy(name: str, *xs):
         return np.asarray(getattr(np, name)(*xs))
 
 
-
-
-def _cuda_close(got, want, what, name, *hosts, backend: str = "cuda") -> bool:
-    """On cuda, logaddexp/logaddexp2 and non-integer complex powers against CUDA's documented
-    bounds (docs/kernels.md, "Accuracy on CUDA"): 4 eps of the larger summand max(|want|,
-    |want - max(x, y)|) for logaddexp*, and 4 eps of |want| times (1 + |w log z|) for
-    z ** w = exp(w log z), whose exponent carries CUDA's log/exp/sin/cos error of a few
-    ulp.  False where this does not apply (the caller's assert_close does)."""
-    want = np.asarray(want)
-    if name in ("logaddexp", "logaddexp2") and want.dtype.kind == "f":
-        x, y = (np.asarray(h, np.float64) for h in hosts)
-        with np.errstate(all="ignore"):
-            w = want.astype(np.float64)
-            scale = np.maximum(abs(w), abs(w - np.maximum(x, y)))
-    elif name in ("power", "float_power") and want.dtype.kind == "c" and backend == "cuda":
-        z, e = (np.asarray(h).astype(np.complex128) for h in hosts)
-        with np.errstate(all="ignore"):
-            scale = abs(want.astype(np.complex128)) * (1 + abs(e * np.log(z)))
-    else:
-        return False
-    got = np.asarray(got)
-    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, want.dtype)
-    finite = np.isfinite(want)
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{what}: NaN")
-    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)],
-                                  err_msg=f"{what}: infinities")
-    eps = np.finfo(want.dtype).eps
-    with np.errstate(all="ignore"):
-        diff = abs(got.astype(np.complex128) - want.astype(np.complex128))
-    bad = finite & ~(diff <= 4 * eps * np.where(np.isfinite(scale), scale, np.inf))
-    assert not bad.any(), (what, got[bad][:5], want[bad][:5])
-    return True
-
-
-def _close(got, want, backend: str, what: str, name: str, *hosts) -> None:
-    """``assert_close``, but ``_cuda_close`` where it applies: logaddexp* on every device
-    (PoCL's float64 log1p/exp2 are not glibc's either), complex powers on cuda."""
-    if backend != "cpu" and _cuda_close(got, want, what, name, *hosts, backend=backend):
-        return
-    assert_close(got, want, backend, what)
-
-
 def _both(name: str, device, *hosts, close: bool = True):
     """``ga.<name>`` and ``np.<name>`` on device copies of ``hosts``, each compared with
     NumPy on ``hosts``."""
@@ -111,7 +67,7 @@ def _both(name: str, device, *hosts, close: bool = True):
     for got in (getattr(ga, name)(*arrays), getattr(np, name)(*arrays)):
         assert isinstance(got, ga.GPUArray) and got.device == device, name
         if close:
-            _close(got.get(), want, device.backend, name, name, *hosts)
+            assert_close_for(got.get(), want, device.backend, name, name, *hosts)
         else:
             assert got.dtype == want.dtype, name
             assert np.array_equal(got.get(), want, equal_nan=want.dtype.kind in "fc"), name
@@ -162,10 +118,10 @@ def test_rows_on_strided_transposed_broadcast_and_empty_operands(device, name):
             args[1] = gs[1][::-1][:1] if lay is layouts[3] else lay(gs[1][::-1])
         for got in (getattr(ga, name)(*args), getattr(np, name)(*args)):
             assert got.shape == want.shape
-            _close(got.get(), want, device.backend, f"{name} {want.shape}", name, *hs)
+            assert_close_for(got.get(), want, device.backend, f"{name} {want.shape}", name, *hs)
     if op.nin == 2 and name != "ldexp":  # a Python scalar operand (weak, as NumPy)
         s = 3 if dt.kind in "iu" else 1.5
-        _close(getattr(ga, name)(gs[0], s).get(), _numpy(name, hosts[0], s),
+        assert_close_for(getattr(ga, name)(gs[0], s).get(), _numpy(name, hosts[0], s),
                device.backend, f"{name} scalar", name, hosts[0], s)
 
 
@@ -276,7 +232,7 @@ def test_binary_rows_on_random_layouts_and_broadcasting(device, data):
     hx, hy, gx, gy = lay(hosts[0]), lay(hosts[1]), lay(gs[0]), lay(gs[1])
     want = _numpy(name, hx, hy)
     got = getattr(ga, name)(gx, gy)
-    _close(got.get(), want, device.backend, name, name, hx, hy)
+    assert_close_for(got.get(), want, device.backend, name, name, hx, hy)
 
 
 # ---------------------------------------------------------------- two-output ufuncs
