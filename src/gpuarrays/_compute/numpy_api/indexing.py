@@ -1125,6 +1125,21 @@ def _weights(bitorder: str, dev, temps: _Temps):
     return temps(ga.subtract(7, r)) if bitorder == "big" else r
 
 
+def _bits_along_last(fn: str, a, axis, temps) -> tuple:
+    """``(x, ax)``: ``a`` with the axis ``packbits``/``unpackbits`` work along moved last
+    (``a`` flattened for ``axis=None``, then ``ax`` is 0), and that axis' place in the result."""
+    ga = _ga()
+    if axis is None:
+        x = _flat(a, temps) if a.ndim else temps(ga.reshape(a, (1,)))
+        ax = 0
+    else:
+        if a.ndim == 0:
+            raise np.exceptions.AxisError(f"{fn}(): axis {axis} is out of bounds for a 0-d "
+                                          f"array; pass axis=None")
+        x, ax = a, _axis(fn, axis, a.ndim)
+    return (temps(ga.moveaxis(x, ax, -1)) if ax != x.ndim - 1 else x), ax
+
+
 def packbits(a, /, axis=None, bitorder="big"):
     """Pack the truth of each element of an integer or bool array into uint8 bits along
     ``axis`` (flattened for ``None``), padding with zeros to a multiple of 8."""
@@ -1137,15 +1152,7 @@ def packbits(a, /, axis=None, bitorder="big"):
                         f"type, got {a.dtype}; compare first (a != 0)")
     dev = a.device
     with _Temps(a) as temps:
-        if axis is None:
-            x = _flat(a, temps) if a.ndim else temps(ga.reshape(a, (1,)))
-            ax = 0
-        else:
-            if a.ndim == 0:
-                raise np.exceptions.AxisError(f"packbits(): axis {axis} is out of bounds for "
-                                              f"a 0-d array; pass axis=None")
-            x, ax = a, _axis(fn, axis, a.ndim)
-        x = temps(ga.moveaxis(x, ax, -1)) if ax != x.ndim - 1 else x
+        x, ax = _bits_along_last(fn, a, axis, temps)
         n = x.shape[-1]
         m = -(-n // 8)
         bits = temps(ga.astype(temps(ga.not_equal(x, 0)), _U8))
@@ -1179,15 +1186,7 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big"):
         raise TypeError(f"unpackbits(): count must be an int or None, got {count!r}")
     dev = a.device
     with _Temps(a) as temps:
-        if axis is None:
-            x = _flat(a, temps) if a.ndim else temps(ga.reshape(a, (1,)))
-            ax = 0
-        else:
-            if a.ndim == 0:
-                raise np.exceptions.AxisError(f"unpackbits(): axis {axis} is out of bounds "
-                                              f"for a 0-d array; pass axis=None")
-            x, ax = a, _axis(fn, axis, a.ndim)
-        x = temps(ga.moveaxis(x, ax, -1)) if ax != x.ndim - 1 else x
+        x, ax = _bits_along_last(fn, a, axis, temps)
         n = x.shape[-1] * 8
         keep = n if count is None else (count if count >= 0 else builtins.max(n + count, 0))
         if count is not None and count < 0 and -count > n:
