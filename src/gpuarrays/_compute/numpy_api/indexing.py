@@ -152,7 +152,11 @@ def _bounds(x):
 
 def _any(x) -> bool:
     """``bool(ga.any(x))``: one scalar read back."""
-    r = _ga().any(x)
+    return _read_bool(_ga().any(x))
+
+
+def _read_bool(r) -> bool:
+    """``bool(r)`` of a 0-d result, which is freed here."""
     try:
         return bool(r)
     finally:
@@ -852,11 +856,8 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def _all(x) -> bool:
-    r = _ga().all(x)
-    try:
-        return bool(r)
-    finally:
-        r.free()
+    """``bool(ga.all(x))``: one scalar read back."""
+    return _read_bool(_ga().all(x))
 
 
 def array_equal(a1, a2, equal_nan=False):
