@@ -7,14 +7,23 @@ Decisions (docs/design.md, "The back-end interface"):
   makes it current for the duration of the call only: when another context is
   current on the calling thread it is pushed and popped again, so callers that
   juggle devices (``cupy.cuda.Device(1)``) are left as they were.
-* **One stream per device**, created with ``CU_STREAM_DEFAULT`` flags, i.e. a
-  *blocking* stream: it synchronizes with the legacy default stream that CuPy,
-  PyTorch and Numba use unless told otherwise, so memory handed between them
-  and gpuarrays is ordered without events.  Kernels, copies between our own
-  allocations and fills are enqueued without waiting.  ``upload`` and
-  ``download`` (NumPy arrays: pageable, and possibly temporary) and any copy
-  that touches memory this back-end did not allocate wait for the stream before
-  returning.
+* **A default stream per device, and user streams** (docs/streams.md).  The
+  default stream is created with ``CU_STREAM_DEFAULT`` flags, i.e. a *blocking*
+  stream: it synchronizes with the legacy default stream that CuPy, PyTorch and
+  Numba use unless told otherwise, so memory handed between them and gpuarrays
+  is ordered without events.  User streams (``stream_new``, ``ga.Stream``) are
+  ``CU_STREAM_NON_BLOCKING``: they overlap with the default stream and with
+  each other, ordered only by events (``event_record``, ``stream_wait_event``).
+  Every enqueue goes to the calling thread's *current* stream of the device
+  (``set_thread_stream``; the default one unless a user stream was made
+  current), and the interchange protocols (CAI, DLPack) are given that stream.
+  Kernels, copies between our own allocations and fills are enqueued without
+  waiting.  ``upload`` and ``download`` (NumPy arrays: pageable, and possibly
+  temporary) and any copy that touches memory this back-end did not allocate
+  wait for the current stream before returning; ``free``, ``synchronize`` and
+  ``reset`` wait for every stream of the device.  A stream or event made before
+  a reset of its device raises :class:`~gpuarrays._common.errors.DeviceResetError`
+  when used.
 * **"device" memory comes from ``cuMemAlloc``, pooled by gpuarrays' own pools**
   (``pool.py``) rather than from the driver's stream-ordered pool
   (``cuMemAllocAsync``).  The reasons: one pool implementation on every
@@ -61,7 +70,8 @@ Decisions (docs/design.md, "The back-end interface"):
 * **Reset** is ``cuDevicePrimaryCtxReset`` (every allocation, registration,
   stream and module of the primary context goes, including other libraries'
   in this process), then our retain is released; the next call retains a fresh
-  primary context and makes a new stream.
+  primary context and makes a new default stream.  Every user stream is
+  synchronized and destroyed first.
 """
 
 from __future__ import annotations
@@ -73,7 +83,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._common.errors import BackendError
+from .._common.errors import BackendError, DeviceResetError
 from . import _kernels
 from ._kernels import (
     SCALARS,
@@ -84,7 +94,14 @@ from ._kernels import (
     convert_targets,
     scalar_key,
 )
-from .base import BackendOutOfMemory, BackendUnavailable, DeviceInfo, PointerInfo, RawView
+from .base import (
+    BackendOutOfMemory,
+    BackendUnavailable,
+    DeviceInfo,
+    PointerInfo,
+    RawView,
+    ThreadStreams,
+)
 
 __all__ = [
     "CudaBackend",
@@ -107,6 +124,7 @@ CUDA_SUCCESS = 0
 CUDA_ERROR_INVALID_VALUE = 1
 CUDA_ERROR_OUT_OF_MEMORY = 2
 CUDA_ERROR_INVALID_CONTEXT = 201
+CUDA_ERROR_NOT_READY = 600
 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712
 
 # CU_MEMORYTYPE_* (cuda.h)
@@ -540,14 +558,20 @@ def _program_log(nvrtc, prog) -> str:
 # Per-device state -------------------------------------------------------------------------------
 @dataclass
 class _DeviceState:
-    """Primary context, stream and loaded kernels of one device (until reset)."""
+    """Primary context, streams, events and loaded kernels of one device (until reset)."""
 
     ctx: object  # CUcontext
     ctx_id: int
-    stream: object  # CUstream
+    stream: object  # CUstream: the default stream (handle 0 of the stream interface)
     modules: dict = field(default_factory=dict)  # program key -> CUmodule
     functions: dict = field(default_factory=dict)  # (program key, name) -> CUfunction
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # user streams (non-blocking): int(CUstream) -> CUstream; events recorded: int(CUevent)
+    streams: dict[int, object] = field(default_factory=dict)
+    events: dict[int, object] = field(default_factory=dict)
+    # held while a stream is destroyed or every stream is waited for, so that a drain
+    # never synchronizes a stream being destroyed
+    streams_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class _Current:
@@ -640,7 +664,7 @@ class _Kernel:
             with backend._current(self._index) as state:
                 _check("cuLaunchKernel", backend._d.cuLaunchKernel(
                     self._fn, global_size // local_size, 1, 1, local_size, 1, 1, 0,
-                    state.stream, self._params_addr, 0))
+                    backend._stream(state, self._index), self._params_addr, 0))
 
 
 class CudaBackend(DeviceOps):
@@ -668,6 +692,7 @@ class CudaBackend(DeviceOps):
         self._foreign_registered: dict[int, int] = {}
         self.builds = 0  # modules built (docs/kernels.md, "Kernel caches")
         self._compiled: dict[tuple[int, str, str], _Kernel] = {}
+        self._thread = ThreadStreams()  # each thread's current stream of each device
 
     # devices ------------------------------------------------------------------
     def _attr(self, dev, name: str) -> int:
@@ -772,8 +797,8 @@ class CudaBackend(DeviceOps):
         # Otherwise an owned wrap of someone else's allocation: freed by its kind.
         d = self._d
         with self._current(index) as state:
-            # Work still queued on our stream may use the memory.
-            _check("cuStreamSynchronize", d.cuStreamSynchronize(state.stream))
+            # Work still queued on any of our streams may use the memory.
+            self._drain(state)
             if kind == "host":
                 _check("cuMemFreeHost", d.cuMemFreeHost(ptr))
             else:
@@ -798,9 +823,10 @@ class CudaBackend(DeviceOps):
             return
         d = self._d
         with self._current(index) as state:
-            _check("cuMemcpyAsync", d.cuMemcpyAsync(dst, src, nbytes, state.stream))
+            stream = self._stream(state, index)
+            _check("cuMemcpyAsync", d.cuMemcpyAsync(dst, src, nbytes, stream))
             if wait:
-                _check("cuStreamSynchronize", d.cuStreamSynchronize(state.stream))
+                _check("cuStreamSynchronize", d.cuStreamSynchronize(stream))
 
     def memcpy(self, index: int, dst: int, src: int, nbytes: int) -> None:
         # Memory we did not allocate (pageable host memory, another library's
@@ -840,7 +866,7 @@ class CudaBackend(DeviceOps):
             _check(
                 "cuLaunchKernel",
                 d.cuLaunchKernel(
-                    fn, size // block, 1, 1, block, 1, 1, 0, state.stream,
+                    fn, size // block, 1, 1, block, 1, 1, 0, self._stream(state, index),
                     ctypes.addressof(params), 0,
                 ),  # fmt: skip
             )
@@ -860,7 +886,7 @@ class CudaBackend(DeviceOps):
         d = self._d
         call = {1: "cuMemsetD8Async", 2: "cuMemsetD16Async", 4: "cuMemsetD32Async"}[unit]
         with self._current(index) as state:
-            _check(call, getattr(d, call)(start, value, count, state.stream))
+            _check(call, getattr(d, call)(start, value, count, self._stream(state, index)))
         return True
 
     def _launch_fill(self, index: int, dst: RawView, plan: FillPlan) -> None:
@@ -902,15 +928,21 @@ class CudaBackend(DeviceOps):
         self._launch(index, fn, items, args)
 
     class _Temporary:
-        """A device buffer holding a host array for one launch; freed after the stream drains."""
+        """A device buffer holding a host array for one launch; freed after the stream drains.
+
+        The upload and the launch go to the thread's current stream, the one that is
+        waited for before the buffer is freed.
+        """
 
         def __init__(self, backend: CudaBackend, index: int, host: np.ndarray) -> None:
             self.backend, self.index, self.host = backend, index, np.ascontiguousarray(host)
             self.ptr = 0
+            self.stream = None
 
         def __enter__(self) -> int:
             d = self.backend._d
             with self.backend._current(self.index) as state:
+                self.stream = self.backend._stream(state, self.index)
                 err, ptr = d.cuMemAlloc(max(self.host.nbytes, 1))
                 if err != CUDA_SUCCESS:
                     raise cuda_error("cuMemAlloc", err)
@@ -919,7 +951,7 @@ class CudaBackend(DeviceOps):
                     _check(
                         "cuMemcpyAsync",
                         d.cuMemcpyAsync(self.ptr, self.host.ctypes.data, self.host.nbytes,
-                                        state.stream),
+                                        self.stream),
                     )  # fmt: skip
                 except BaseException:
                     d.cuMemFree(self.ptr)
@@ -928,9 +960,9 @@ class CudaBackend(DeviceOps):
 
         def __exit__(self, *exc) -> None:
             d = self.backend._d
-            with self.backend._current(self.index) as state:
+            with self.backend._current(self.index):
                 try:
-                    _check("cuStreamSynchronize", d.cuStreamSynchronize(state.stream))
+                    _check("cuStreamSynchronize", d.cuStreamSynchronize(self.stream))
                 finally:
                     _check("cuMemFree", d.cuMemFree(self.ptr))
 
@@ -956,16 +988,154 @@ class CudaBackend(DeviceOps):
 
     # lifecycle ----------------------------------------------------------------
     def synchronize(self, index: int) -> None:
-        state = self._states.get(index)
-        if state is None:
+        """Wait for every stream of the device: the default one and each user stream."""
+        if self._states.get(index) is None:
             return  # nothing was ever queued
-        with self._current(index):
-            _check("cuStreamSynchronize", self._d.cuStreamSynchronize(state.stream))
+        with self._current(index) as state:
+            self._drain(state)
+
+    def _drain(self, state: _DeviceState) -> None:
+        """Wait for the work queued on every stream of ``state`` (its context is current)."""
+        d = self._d
+        with state.streams_lock:  # no stream is destroyed while it is waited for
+            for stream in list(state.streams.values()):
+                _check("cuStreamSynchronize", d.cuStreamSynchronize(stream))
+        _check("cuStreamSynchronize", d.cuStreamSynchronize(state.stream))
+
+    # streams and events (StreamBackend in base.py, docs/streams.md) -------------------
+    def _stream(self, state: _DeviceState, index: int):
+        """The ``CUstream`` every enqueue of the calling thread on device ``index`` goes to
+        now: its current stream (``set_thread_stream``), the default one when none is set."""
+        h = self._thread.by_index.get(index)
+        if not h:
+            return state.stream
+        stream = state.streams.get(h)
+        if stream is not None:
+            return stream
+        raise DeviceResetError(
+            f"the current stream of cuda:{index} was made before a reset of the device; "
+            f"make a new ga.Stream after a reset")
+
+    def _lookup_stream(self, state: _DeviceState, index: int, stream: int):
+        """The ``CUstream`` of handle ``stream`` (0: the default stream)."""
+        if not stream:
+            return state.stream
+        found = state.streams.get(stream)
+        if found is not None:
+            return found
+        raise DeviceResetError(f"stream 0x{stream:x} of cuda:{index} was made before a reset "
+                               f"of the device; make a new ga.Stream after a reset")
+
+    def _lookup_event(self, index: int, event: int) -> tuple[_DeviceState, object]:
+        """The device state and ``CUevent`` of a (non-zero) event handle."""
+        state = self._states.get(index)
+        found = None if state is None else state.events.get(event)
+        if found is None:
+            raise DeviceResetError(f"event 0x{event:x} of cuda:{index} was recorded before a "
+                                   f"reset of the device")
+        return state, found
+
+    def stream_new(self, index: int) -> int:
+        """A new non-blocking stream of the device; its handle is ``int(CUstream)``, never 0."""
+        d = self._d
+        with self._current(index) as state:
+            flags = int(d.CUstream_flags.CU_STREAM_NON_BLOCKING)
+            (stream,) = _check("cuStreamCreate", d.cuStreamCreate(flags))
+        handle = int(stream)
+        with state.streams_lock:
+            state.streams[handle] = stream
+        return handle
+
+    def stream_free(self, index: int, stream: int) -> None:
+        """Wait for the stream's work, then destroy it.  A handle this device's state does not
+        know (made before a reset, which destroyed it) is ignored."""
+        state = self._states.get(index)
+        if state is None or not stream:
+            return
+        d = self._d
+        with state.streams_lock:
+            found = state.streams.pop(stream, None)
+            if found is None:
+                return
+            with _Current(d, state):
+                try:
+                    _check("cuStreamSynchronize", d.cuStreamSynchronize(found))
+                except BaseException:
+                    d.cuStreamDestroy(found)  # pending work completes; its resources follow
+                    raise
+                _check("cuStreamDestroy", d.cuStreamDestroy(found))
+
+    def stream_synchronize(self, index: int, stream: int) -> None:
+        with self._current(index) as state:
+            found = self._lookup_stream(state, index, stream)
+            _check("cuStreamSynchronize", self._d.cuStreamSynchronize(found))
+
+    def set_thread_stream(self, index: int, stream: int) -> None:
+        self._thread.set(index, stream)
+
+    def event_record(self, index: int, stream: int) -> int:
+        """An event recorded on ``stream`` (0: the default stream): ``int(CUevent)``."""
+        d = self._d
+        with self._current(index) as state:
+            found = self._lookup_stream(state, index, stream)
+            flags = int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+            (event,) = _check("cuEventCreate", d.cuEventCreate(flags))
+            try:
+                _check("cuEventRecord", d.cuEventRecord(event, found))
+            except BaseException:
+                d.cuEventDestroy(event)
+                raise
+        handle = int(event)
+        state.events[handle] = event
+        return handle
+
+    def event_done(self, index: int, event: int) -> bool:
+        if not event:
+            return True  # the complete event
+        state, found = self._lookup_event(index, event)
+        with _Current(self._d, state):
+            (err,) = self._d.cuEventQuery(found)
+        if err == CUDA_SUCCESS:
+            return True
+        if err == CUDA_ERROR_NOT_READY:
+            return False
+        _check("cuEventQuery", (err,))
+        return False  # not reached: _check raised
+
+    def event_wait(self, index: int, event: int) -> None:
+        if not event:
+            return
+        state, found = self._lookup_event(index, event)
+        with _Current(self._d, state):
+            _check("cuEventSynchronize", self._d.cuEventSynchronize(found))
+
+    def event_free(self, index: int, event: int) -> None:
+        """Destroy the event (legal while it is pending: the driver releases it once it
+        completes).  One recorded before a reset (destroyed with its context) is ignored."""
+        if not event:
+            return
+        state = self._states.get(index)
+        found = None if state is None else state.events.pop(event, None)
+        if found is None:
+            return
+        with _Current(self._d, state):
+            _check("cuEventDestroy", self._d.cuEventDestroy(found))
+
+    def stream_wait_event(self, index: int, stream: int, event: int) -> None:
+        """Order ``stream`` (0: the default stream) after ``event``, without the host waiting."""
+        if not event:
+            return  # complete already
+        with self._current(index) as state:
+            found = self._lookup_stream(state, index, stream)
+            _, ev = self._lookup_event(index, event)
+            _check("cuStreamWaitEvent", self._d.cuStreamWaitEvent(found, ev, 0))
 
     # streams, for interchange (interop/cai.py, interop/dlpack.py) ----------------
     def stream_handle(self, index: int) -> int:
-        """The handle of the device's stream, as the CUDA Array Interface and DLPack pass it."""
-        return int(self._state(index).stream)
+        """The handle of the calling thread's current stream of the device, as the CUDA Array
+        Interface and DLPack pass it (never 0: the default stream is a created one)."""
+        state = self._state(index)
+        return int(self._stream(state, index))
 
     # The stream CAI consumers order their work after; the stream DLPack producers
     # are asked to make their data ready on.
@@ -973,18 +1143,20 @@ class CudaBackend(DeviceOps):
     dlpack_stream = stream_handle
 
     def wait_stream(self, index: int, stream: int) -> None:
-        """Order the device's stream after the work queued so far on a foreign ``stream``.
+        """Order the thread's current stream of the device after the work queued so far on a
+        foreign ``stream``.
 
         ``stream`` is a handle as the interchange protocols give it (1: legacy
         default stream, 2: per-thread default stream, else a ``CUstream``).
         """
         d = self._d
         with self._current(index) as state:
+            ours = self._stream(state, index)
             flags = int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)
             (event,) = _check("cuEventCreate", d.cuEventCreate(flags))
             try:
                 _check("cuEventRecord", d.cuEventRecord(event, d.CUstream(int(stream))))
-                _check("cuStreamWaitEvent", d.cuStreamWaitEvent(state.stream, event, 0))
+                _check("cuStreamWaitEvent", d.cuStreamWaitEvent(ours, event, 0))
             finally:
                 d.cuEventDestroy(event)  # released once the wait has been satisfied
 
@@ -1002,6 +1174,20 @@ class CudaBackend(DeviceOps):
             return  # this back-end never used the device
         d = self._d
         dev = self._devs[index]
+        # Every stream's work drains and the user streams are destroyed before the context
+        # goes.  Best effort, errors unchecked: a context in a failed (sticky) state is what
+        # a reset throws away.  Their handles are unknown from now on (DeviceResetError).
+        try:
+            with _Current(d, state), state.streams_lock:
+                streams = list(state.streams.values())
+                state.streams.clear()
+                for stream in streams:
+                    d.cuStreamSynchronize(stream)
+                    d.cuStreamDestroy(stream)
+                d.cuStreamSynchronize(state.stream)  # the default stream
+        except BackendError:
+            pass  # the context cannot even be made current: the reset below still runs
+        state.events.clear()  # destroyed with the context
         _check("cuDevicePrimaryCtxReset", d.cuDevicePrimaryCtxReset(dev))
         # Resetting does not release our retain of the primary context.
         _check("cuDevicePrimaryCtxRelease", d.cuDevicePrimaryCtxRelease(dev))
