@@ -14,7 +14,7 @@ _RNG_FLAGS = ["-O3", "-std=c11", "-Wall", "-ffp-contract=off"]
 _CORE = "src/native/core/"
 _CORE_SOURCES = [_CORE + name for name in (
     "lock.c", "storage.c", "array.c", "pool.c", "cache.c", "alloc.c", "gate.c",
-    "working.c", "compute.c", "launch.c", "fill.c", "module.c")]
+    "working.c", "compute.c", "launch.c", "fill.c", "streams.c", "module.c")]
 
 setup(
     ext_modules=[

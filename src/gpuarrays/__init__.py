@@ -105,6 +105,7 @@ from ._memory.cache import AllocCache, cached, uncached
 from ._memory.devices import Device, backends, check_dtype, devices, get_device, use_device
 from ._memory.history import memory_history
 from ._memory.lifecycle import device_reset, register_reset_hook
+from ._memory.streams import Event, Stream, current_stream
 from ._memory.stats import (
     memory_stats,
     memory_status,
@@ -133,7 +134,7 @@ __all__ = [
     "check_dtype", "cached", "uncached",
     "memory_stats", "memory_status", "reset_peak_memory_stats", "record_allocations",
     "trim", "set_memory_limit", "parse_size", "synchronize", "memory_history",
-    "device_reset", "register_reset_hook",
+    "device_reset", "register_reset_hook", "Stream", "Event", "current_stream",
     "GPUArraysError", "FreedArrayError", "DeviceResetError", "OutOfMemoryError",
     "UnsupportedDTypeError", "CacheInUseError", "BackendError", "GPUArraysWarning",
 ]

@@ -83,7 +83,7 @@ class MemoryManager(_core.Pool):
     __slots__ = (
         "impl", "index", "sites", "reserved", "dropped_count", "dropped_bytes", "oom_retries",
         "oom_last_step", "backend_allocs", "backend_frees", "limit", "_in_report",
-        "platform_lock", "segments", "high_used", "high_reserved", "churn",
+        "platform_lock", "segments", "high_used", "high_reserved", "churn", "ordered",
     )
 
     def __init__(self, device) -> None:
@@ -104,6 +104,9 @@ class MemoryManager(_core.Pool):
         # high-water marks since the last trim or reset, the budget of cached idle segments
         self.high_used = self.high_reserved = 0
         self.churn = 0.0
+        # Stream-ordered frees not yet reusable by every stream: (kind, ptr, size, epoch,
+        # freeing stream handle, [(stream handle, event)]); appended without the lock.
+        self.ordered: list[tuple] = []
         # Blocks that left the books at a reset without being freed (free counts exclude them).
         self.dropped_count = self.dropped_bytes = 0
         self.oom_retries = self.backend_allocs = self.backend_frees = 0
@@ -130,7 +133,11 @@ class MemoryManager(_core.Pool):
         size = (nbytes + GRANULARITY - 1) & _MASK
         if kind not in self.free_lists:
             raise self._bad_kind(kind)
+        if self.ordered:
+            self._poll_ordered()
         found = self._try_pool(kind, size)
+        if found is None and self.ordered:
+            found = self._reuse_ordered(kind, size)
         if found is None:
             found = self._grow(kind, size)
         return found[0], size, found[1]
@@ -243,7 +250,9 @@ class MemoryManager(_core.Pool):
         for number, name in enumerate(LADDER_STEPS, 1):
             with self.lock:
                 self.oom_retries += 1
-            if number == 2:
+            if number == 1:
+                self._poll_ordered(wait=True)  # frees waiting for streams' work: wait
+            elif number == 2:
                 self.trim()
             elif number == 3:
                 self._synchronize_quietly()
@@ -322,9 +331,92 @@ class MemoryManager(_core.Pool):
             with self.lock:
                 self._apply_pending_locked()
 
+    # stream-ordered frees (docs/streams.md) ---------------------------------------------
+    def give_ordered(self, kind: str, ptr: int, size: int, epoch: Epoch, recorded) -> None:
+        """A free while the device has streams (the compiled free calls it): the block
+        waits in ``ordered`` with an event on each stream that may still use it -- the
+        default one, those ``recorded`` (the storage's streams; None: none besides the
+        default; ``...``: unknown, so every stream of the device) and the freeing one.
+        Never takes the lock: it may run in a finalizer."""
+        if epoch is not self.epoch:
+            return
+        current = _core.thread_stream(self.device)
+        free_handle = 0 if current is None or current._epoch is not epoch else current.handle
+        handles = {0, free_handle}
+        if recorded is ...:
+            handles.update(s.handle for s in _live_streams(self.device, epoch))
+        elif recorded is not None:
+            handles.update(s.handle for s in recorded if s._epoch is epoch and s.handle)
+        impl, index = self.impl, self.index
+        events = [(h, impl.event_record(index, h)) for h in handles]
+        self.ordered.append((kind, ptr, size, epoch, free_handle, events))
+
+    def _poll_ordered(self, wait: bool = False) -> None:
+        """Blocks whose streams' work is done go to the free lists (``wait``: wait on the
+        host for all of them first -- the out-of-memory ladder)."""
+        ordered, keep, ready = self.ordered, [], []
+        impl, index = self.impl, self.index
+        while ordered:
+            try:
+                entry = ordered.pop(0)
+            except IndexError:  # another thread took the last one
+                break
+            left = []
+            for handle, event in entry[5]:
+                if wait:
+                    impl.event_wait(index, event)
+                if wait or impl.event_done(index, event):
+                    impl.event_free(index, event)
+                else:
+                    left.append((handle, event))
+            (keep.append(entry[:5] + (left,)) if left else ready.append(entry))
+        ordered.extend(keep)
+        if ready:
+            with self.lock:
+                for kind, ptr, size, epoch, _, _ in ready:
+                    if epoch is self.epoch:
+                        self._put_locked(kind, ptr, size)
+
+    def _reuse_ordered(self, kind: str, size: int) -> tuple[int, Epoch] | None:
+        """A block of exactly ``size`` freed in stream order, for the calling thread's
+        current stream: that stream waits (on the device) for the others' events; its
+        own work needs no wait (the stream orders it).  None: none waits."""
+        current = _core.thread_stream(self.device)
+        handle = 0 if current is None else current.handle
+        for entry in list(self.ordered):
+            if entry[0] != kind or entry[2] != size or entry[3] is not self.epoch:
+                continue
+            try:
+                self.ordered.remove(entry)
+            except ValueError:  # another thread took it
+                continue
+            impl, index = self.impl, self.index
+            for h, event in entry[5]:
+                if h != handle:
+                    impl.stream_wait_event(index, handle, event)
+                impl.event_free(index, event)
+            with self.lock:
+                self.alloc_count += 1
+                self.alloc_bytes += size
+                epoch = self.epoch
+            return entry[1], epoch
+        return None
+
+    def _drop_ordered(self) -> None:
+        """At a reset (the lock held, the device drained): the waiting blocks are gone."""
+        impl, index = self.impl, self.index
+        while self.ordered:
+            for _, event in self.ordered.pop()[5]:
+                try:
+                    impl.event_free(index, event)
+                except Exception:  # noqa: BLE001 -- the context is being thrown away
+                    pass
+
     # maintenance --------------------------------------------------------------------
     def trim(self) -> int:
         """Give every wholly free platform allocation back; returns the bytes released."""
+        if self.ordered:
+            self._poll_ordered()
         return self._release_idle(None)
 
     def _release_idle(self, need: int | None) -> int:
@@ -377,6 +469,7 @@ class MemoryManager(_core.Pool):
     def synchronize(self) -> None:
         self.apply_pending()
         self.impl.synchronize(self.index)
+        self._poll_ordered()
 
     def set_limit(self, limit: int | str | None) -> None:
         self.limit = None if limit is None else parse_size(limit, self.device.total_memory)
@@ -401,6 +494,8 @@ class MemoryManager(_core.Pool):
             old.live = False
             self.epoch = Epoch(old.generation + 1)
             self.pending.clear()
+            self._drop_ordered()
+            self.streams = 0  # the epoch's streams are gone with it
             for free in self.free_lists.values():
                 free.clear()
             for segments in self.segments.values():
@@ -416,9 +511,13 @@ class MemoryManager(_core.Pool):
 
     def stats(self) -> dict:
         """A consistent snapshot of the counters (queued frees applied first)."""
+        if self.ordered:
+            self._poll_ordered()
         with self.lock:
             self._apply_pending_locked()
             return {
+                "pending_free_bytes": sum(entry[2] for entry in list(self.ordered)),
+                "streams": self.streams,
                 "used_bytes": self.used,
                 "reserved_bytes": self.used + self.pool_bytes,
                 "peak_used_bytes": self.peak,
@@ -445,6 +544,16 @@ class MemoryManager(_core.Pool):
         with self.lock:
             self._apply_pending_locked()
             self.peak = self.used
+
+
+def _live_streams(device, epoch) -> list:
+    """The device's streams of ``epoch`` alive now (for a free whose users are unknown)."""
+    return [s for s in list(_STREAMS.get(device, ())) if s._epoch is epoch and s.handle]
+
+
+# Every live non-default Stream, by device (streams.py adds them; weak, so a stream goes
+# when its last user does).
+_STREAMS: dict = {}
 
 
 def timed(fn: Callable, *args):

@@ -12,6 +12,7 @@ function returning an object that satisfies :class:`Backend` (or raising
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -129,6 +130,46 @@ class Backend(Protocol):
 
     def register_host(self, index: int, ptr: int, nbytes: int) -> None: ...
     def unregister_host(self, index: int, ptr: int) -> None: ...
+
+
+# Streams (docs/streams.md) --------------------------------------------------------------
+@runtime_checkable
+class StreamBackend(Protocol):
+    """Streams and events of a back-end: in-order queues of one device beside its default.
+
+    Handles are ints.  Stream handle 0 is the device's default stream (the queue every
+    call used before streams existed); ``stream_new`` never returns 0.  Event handle 0
+    is an event that is complete (a back-end whose work is synchronous returns it).
+    Every enqueue of a thread goes to the stream ``set_thread_stream`` named for its
+    device in that thread (0: the default).  A handle made before a reset of its device
+    raises ``gpuarrays.DeviceResetError`` when used.  ``stream_free`` waits for the
+    stream's work first; ``event_free`` may be called while the event is pending.
+    ``synchronize(index)`` waits for every stream of the device.
+    """
+
+    def stream_new(self, index: int) -> int: ...
+    def stream_free(self, index: int, stream: int) -> None: ...
+    def stream_synchronize(self, index: int, stream: int) -> None: ...
+    def set_thread_stream(self, index: int, stream: int) -> None: ...
+    def event_record(self, index: int, stream: int) -> int: ...
+    def event_done(self, index: int, event: int) -> bool: ...
+    def event_wait(self, index: int, event: int) -> None: ...
+    def event_free(self, index: int, event: int) -> None: ...
+    def stream_wait_event(self, index: int, stream: int, event: int) -> None: ...
+
+
+class ThreadStreams(threading.local):
+    """The calling thread's current stream handle of each device index (0 or absent: the
+    default stream), one table per back-end object."""
+
+    def __init__(self) -> None:
+        self.by_index: dict[int, int] = {}
+
+    def set(self, index: int, stream: int) -> None:
+        if stream:
+            self.by_index[index] = stream
+        else:
+            self.by_index.pop(index, None)
 
 
 # Generated kernels ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import itertools
 import os
 import threading
 
@@ -55,6 +56,7 @@ class CpuBackend:
         self._starts: list[int] = []  # sorted allocation addresses
         self._allocs: dict[int, tuple[int, str]] = {}  # ptr -> (nbytes, kind)
         self._registered: dict[int, int] = {}  # host ranges registered for the device
+        self._stream_numbers = itertools.count(1)  # stream handles (never 0, the default)
 
     # devices ------------------------------------------------------------------
     def device_count(self) -> int:
@@ -137,6 +139,36 @@ class CpuBackend:
 
     # lifecycle ----------------------------------------------------------------
     def synchronize(self, index: int) -> None:
+        return None
+
+    # streams: synchronous (docs/streams.md) -------------------------------------
+    # Work runs in the calling thread in program order, so every stream's work is done
+    # when its call returns: each event is the complete event 0.
+    def stream_new(self, index: int) -> int:
+        return next(self._stream_numbers)
+
+    def stream_free(self, index: int, stream: int) -> None:
+        return None
+
+    def stream_synchronize(self, index: int, stream: int) -> None:
+        return None
+
+    def set_thread_stream(self, index: int, stream: int) -> None:
+        return None
+
+    def event_record(self, index: int, stream: int) -> int:
+        return 0
+
+    def event_done(self, index: int, event: int) -> bool:
+        return True
+
+    def event_wait(self, index: int, event: int) -> None:
+        return None
+
+    def event_free(self, index: int, event: int) -> None:
+        return None
+
+    def stream_wait_event(self, index: int, stream: int, event: int) -> None:
         return None
 
     def reset(self, index: int) -> None:

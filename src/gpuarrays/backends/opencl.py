@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._common.errors import BackendError
+from .._common.errors import BackendError, DeviceResetError
 from . import _kernels
 from ._hostmem import advise_huge_pages
 from .base import (
@@ -83,6 +83,7 @@ from .base import (
     DeviceInfo,
     PointerInfo,
     RawView,
+    ThreadStreams,
 )
 
 __all__ = ["OpenCLBackend", "load"]
@@ -185,7 +186,14 @@ _SIGNATURES = {
     "clGetKernelWorkGroupInfo": (_int, [_vp, _vp, _uint, _size, _vp, _vp]),
     "clFinish": (_int, [_vp]),
     "clFlush": (_int, [_vp]),
+    # streams and events (docs/streams.md)
+    "clEnqueueMarkerWithWaitList": (_int, [_vp, _uint, _vp, ctypes.POINTER(_vp)]),
+    "clEnqueueBarrierWithWaitList": (_int, [_vp, _uint, ctypes.POINTER(_vp), _vp]),
+    "clGetEventInfo": (_int, [_vp, _uint, _size, _vp, _vp]),
+    "clWaitForEvents": (_int, [_uint, ctypes.POINTER(_vp)]),
+    "clReleaseEvent": (_int, [_vp]),
 }
+_CL_EVENT_COMMAND_EXECUTION_STATUS = 0x11D3
 
 
 def _opencl_library(cl_module) -> ctypes.CDLL:
@@ -362,7 +370,10 @@ class _DeviceState:
     context: object  # pyopencl.Context
     queue: object  # pyopencl.CommandQueue
     ctx: int  # raw cl_context
-    q: int  # raw cl_command_queue
+    q: int  # raw cl_command_queue: the default stream's
+    index: int = 0
+    # the device's other streams: raw cl_command_queue -> pyopencl.CommandQueue
+    streams: dict[int, object] = field(default_factory=dict)
     programs: list[int] = field(default_factory=list)
     # (program key, kernel name) -> (cl_kernel, work-group size)
     kernels: dict[tuple, tuple[int, int]] = field(default_factory=dict)
@@ -521,7 +532,7 @@ class _Kernel:
                                  f"kernel (launch with its max_local or less)")
             self._gsize.value = global_size
             self._lsize.value = local_size
-            q = self._state.q
+            q = self._backend._queue(self._state)
             code = self._enqueue(q, k, 1, None, self._gref, self._lref if local_size else None,
                                  0, None, None)
             if self._unsaved is not None and not code:
@@ -546,6 +557,7 @@ class OpenCLBackend(_kernels.DeviceOps):
         self._infos = [self._describe(dev) for dev in devices]
         self._max_alloc = [int(dev.max_mem_alloc_size) for dev in devices]
         self._states: dict[int, _DeviceState] = {}
+        self._thread = ThreadStreams()  # each thread's current stream of each device
         # Re-entrant: free() may run in a finalizer interrupting a locked section.
         self._lock = threading.RLock()
         self._starts: list[int] = []  # sorted allocation addresses
@@ -634,7 +646,7 @@ class OpenCLBackend(_kernels.DeviceOps):
             queue = cl.CommandQueue(context, dev)
         except cl.Error as exc:
             raise _wrap_pyopencl_error("clCreateContext", exc) from exc
-        return _DeviceState(context, queue, context.int_ptr, queue.int_ptr)
+        return _DeviceState(context, queue, context.int_ptr, queue.int_ptr, index)
 
     # raw memory ---------------------------------------------------------------
     def allocate(self, index: int, kind: str, nbytes: int) -> int:
@@ -701,11 +713,12 @@ class OpenCLBackend(_kernels.DeviceOps):
             return
         state = self._state(index)
         mark = state.kept_mark()
+        q = self._queue(state)
         code = self._lib.clEnqueueSVMMemcpy(
-            state.q, CL_TRUE if wait else CL_FALSE, dst, src, nbytes, 0, None, None
+            q, CL_TRUE if wait else CL_FALSE, dst, src, nbytes, 0, None, None
         )
         _check("clEnqueueSVMMemcpy", code)
-        if wait:  # an in-order queue has run everything before this copy
+        if wait and q == state.q:  # the default queue has run everything before this copy
             state.let_go(mark)
             if state.unsaved:
                 self._save_unsaved(state)
@@ -729,7 +742,8 @@ class OpenCLBackend(_kernels.DeviceOps):
         """Host data into device memory: small data without waiting, through a private
         copy the queue reads later (``_STAGED_MAX``, ``_KEPT_MAX``), else blocking."""
         state = self._state(index)
-        if src.nbytes > _STAGED_MAX or len(state.kept) >= _KEPT_MAX or src.nbytes == 0:
+        if (src.nbytes > _STAGED_MAX or len(state.kept) >= _KEPT_MAX or src.nbytes == 0
+                or self._thread.by_index.get(index)):  # kept copies are the default queue's
             super().upload(index, dst, src)  # blocking: the kept buffers go too
             return
         staged = np.ascontiguousarray(src).tobytes()  # a private copy, whatever src is
@@ -1021,8 +1035,9 @@ class OpenCLBackend(_kernels.DeviceOps):
                         lib.clSetKernelArg(kernel, i, ctypes.sizeof(arg), ctypes.byref(arg)),
                     )
                 gsize, lsize = _size(_global_size(n, local)), _size(local)
+                q = self._queue(state)
                 code = lib.clEnqueueNDRangeKernel(
-                    state.q,
+                    q,
                     kernel,
                     1,
                     None,
@@ -1036,7 +1051,7 @@ class OpenCLBackend(_kernels.DeviceOps):
             finally:
                 for mem in buffers:  # the runtime keeps them until the kernel has run
                     lib.clReleaseMemObject(mem)
-        _check("clFlush", lib.clFlush(state.q))
+        _check("clFlush", lib.clFlush(q))
 
     def _memset(self, index: int, start: int, pattern: bytes, nbytes: int) -> bool:
         """``clEnqueueSVMMemFill`` when the pattern size and the address allow it."""
@@ -1048,7 +1063,7 @@ class OpenCLBackend(_kernels.DeviceOps):
         _check(
             "clEnqueueSVMMemFill",
             self._lib.clEnqueueSVMMemFill(
-                state.q, start, data.ctypes.data, size, nbytes, 0, None, None
+                self._queue(state), start, data.ctypes.data, size, nbytes, 0, None, None
             ),
         )
         return True
@@ -1144,11 +1159,104 @@ class OpenCLBackend(_kernels.DeviceOps):
                 state.compute[key] = second
         return second
 
+    # streams (docs/streams.md) -----------------------------------------------------
+    def _queue(self, state: _DeviceState) -> int:
+        """The raw queue the calling thread enqueues on for ``state``'s device now."""
+        q = self._thread.by_index.get(state.index)
+        if not q:
+            return state.q
+        if q in state.streams:
+            return q
+        raise DeviceResetError(
+            f"the current stream of opencl:{state.index} was made before a reset of the "
+            f"device; make a new ga.Stream after a reset")
+
+    def _stream_queue(self, state: _DeviceState, stream: int) -> int:
+        if not stream:
+            return state.q
+        if stream in state.streams:
+            return stream
+        raise DeviceResetError(f"stream 0x{stream:x} of opencl:{state.index} was made before "
+                               f"a reset of the device; make a new ga.Stream after a reset")
+
+    def default_queue(self, index: int) -> int:
+        """The default stream's raw queue: the one the compiled enqueues are given."""
+        return self._state(index).q
+
+    def stream_new(self, index: int) -> int:
+        state = self._state(index)
+        try:
+            queue = self._cl.CommandQueue(state.context, self._devices[index])
+        except self._cl.Error as exc:
+            raise _wrap_pyopencl_error("clCreateCommandQueue", exc) from exc
+        state.streams[queue.int_ptr] = queue
+        return queue.int_ptr
+
+    def stream_free(self, index: int, stream: int) -> None:
+        state = self._states.get(index)
+        queue = None if state is None else state.streams.pop(stream, None)
+        if queue is not None:  # (one made before a reset went with its device's state)
+            self._lib.clFinish(stream)  # best effort: its work drains; dropping it releases it
+
+    def stream_synchronize(self, index: int, stream: int) -> None:
+        state = self._state(index)
+        q = self._stream_queue(state, stream)
+        mark = state.kept_mark()
+        _check("clFinish", self._lib.clFinish(q))
+        if q == state.q:
+            state.let_go(mark)
+
+    def set_thread_stream(self, index: int, stream: int) -> None:
+        self._thread.set(index, stream)
+
+    def event_record(self, index: int, stream: int) -> int:
+        state = self._state(index)
+        q = self._stream_queue(state, stream)
+        event = _vp(0)
+        _check("clEnqueueMarkerWithWaitList",
+               self._lib.clEnqueueMarkerWithWaitList(q, 0, None, ctypes.byref(event)))
+        # submitted, so that a wait on another queue or the host cannot wait forever
+        self._lib.clFlush(q)
+        return event.value
+
+    def event_done(self, index: int, event: int) -> bool:
+        if not event:
+            return True
+        status = _int(0)
+        _check("clGetEventInfo", self._lib.clGetEventInfo(
+            event, _CL_EVENT_COMMAND_EXECUTION_STATUS, ctypes.sizeof(status),
+            ctypes.byref(status), None))
+        if status.value < 0:  # the command failed: waiting would never end well
+            raise BackendError("clGetEventInfo", _code_name(status.value),
+                               f"a command before event 0x{event:x} on opencl:{index} failed")
+        return status.value == 0  # CL_COMPLETE
+
+    def event_wait(self, index: int, event: int) -> None:
+        if event:
+            events = (_vp * 1)(event)
+            _check("clWaitForEvents", self._lib.clWaitForEvents(1, events))
+
+    def event_free(self, index: int, event: int) -> None:
+        if event:
+            self._lib.clReleaseEvent(event)
+
+    def stream_wait_event(self, index: int, stream: int, event: int) -> None:
+        if not event:
+            return
+        state = self._state(index)
+        q = self._stream_queue(state, stream)
+        events = (_vp * 1)(event)
+        _check("clEnqueueBarrierWithWaitList",
+               self._lib.clEnqueueBarrierWithWaitList(q, 1, events, None))
+        self._lib.clFlush(q)
+
     # lifecycle ----------------------------------------------------------------
     def synchronize(self, index: int) -> None:
         state = self._states.get(index)
         if state is not None:
             mark = state.kept_mark()
+            for q in list(state.streams):
+                _check("clFinish", self._lib.clFinish(q))
             _check("clFinish", self._lib.clFinish(state.q))
             state.let_go(mark)
             if state.unsaved:
@@ -1165,7 +1273,11 @@ class OpenCLBackend(_kernels.DeviceOps):
         if state is None:
             return
         lib = self._lib
-        # best effort: a failed queue is being thrown away
+        # best effort: a failed queue is being thrown away (every stream's work drains
+        # first: the memory below is freed when this returns)
+        for q in list(state.streams):
+            lib.clFinish(q)
+        state.streams.clear()
         if lib.clFinish(state.q) == CL_SUCCESS and state.unsaved:
             self._save_unsaved(state)  # the launched ones (the others would be built again)
         for p in ptrs:

@@ -203,6 +203,14 @@ PyObject *ga_cache_storage(PyObject *self, PyObject *device, PyObject *kind,
                         ? Py_NewRef(cache->memo_mgr) : PyObject_GetAttr(device, ga_str_memory);
     if (mgr == NULL)
         return NULL;
+    if (PyObject_TypeCheck(mgr, &ga_PoolType) && ((PoolObject *)mgr)->streams > 0) {
+        /* the device has streams: its pool's stream-ordered reuse serves (docs/streams.md) */
+        Py_ssize_t nbytes = PyLong_AsSsize_t(nbytes_obj);
+        PyObject *st = (nbytes == -1 && PyErr_Occurred())
+                           ? NULL : ga_pool_new_storage(mgr, kind, nbytes, nbytes_obj);
+        Py_DECREF(mgr);
+        return st;
+    }
     PyObject *entry = NULL, *bufs = NULL;
     int rc = ga_lock_wait(cache->lock, -1);
     if (rc < 0)
@@ -278,7 +286,8 @@ fail_taken: /* the block is ours: hand it to the pool rather than lose it */
         PyErr_Fetch(&et, &ev, &tb);
         if (PyObject_TypeCheck(mgr, &ga_PoolType)
                 && ga_pool_give_block(mgr, kind, PyTuple_GET_ITEM(entry, 0),
-                                      PyTuple_GET_ITEM(entry, 1), PyTuple_GET_ITEM(entry, 2)) < 0)
+                                      PyTuple_GET_ITEM(entry, 1), PyTuple_GET_ITEM(entry, 2),
+                                      NULL) < 0)
             PyErr_Clear();
         PyErr_Restore(et, ev, tb);
     }
@@ -317,7 +326,8 @@ void ga_storage_return_orphan(StorageObject *self)
         }
     } else if (PyObject_TypeCheck(self->home, &ga_PoolType)) {
         self->token = 0;
-        rc = ga_pool_give_block(self->home, self->kind, self->ptr, self->block, self->epoch);
+        rc = ga_pool_give_block(self->home, self->kind, self->ptr, self->block, self->epoch,
+                                self->streams ? self->streams : Py_None);
     }
     if (rc < 0)
         PyErr_Clear();

@@ -605,9 +605,8 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     for (int i = 0; i < p->nin; i++)
         if (ga_is_array(xs[i]))
             held[nheld++] = ((ArrayObject *)xs[i])->storage;
-    ga_work_hold(held, nheld);
     /* a free or a reset between the checks above and the holds: the slow path raises */
-    rc = 0;
+    rc = ga_work_hold(held, nheld); /* -1: the streams could not be recorded (no memory) */
     for (int i = 0; !rc && i < nheld; i++)
         rc = !ga_work_live(held[i]);
     if (rc == 0) {

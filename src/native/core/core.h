@@ -40,6 +40,8 @@
  *   fill.c     Writer, Filler, Uploader: creation functions written from C
  *                                                      alloc.c, array.c, gate.c, working.c,
  *                                                      compute.c (ga_array_address)
+ *   streams.c  each thread's current stream per device; a storage's used streams
+ *                                                      nothing
  *   module.c   the module, configure(), init; defines the globals declared here
  * storage.c and pool.c/cache.c call each other on purpose: a storage gives its memory
  * back to its home, and a home makes its storages.
@@ -106,6 +108,9 @@ typedef struct StorageObject {
     /* served by a cache: its buffer entry, the list it goes back to, its busy slot */
     PyObject *served, *served_in;
     Py_ssize_t busy_pos;
+    /* the streams other than the default one it was allocated or used on (a list without
+     * repeats), or NULL: its release is ordered after their work (streams.c, pool.py) */
+    PyObject *streams;
 } StorageObject;
 
 #define GRANULARITY 512
@@ -119,6 +124,9 @@ typedef struct {
     PyObject *epoch;
     PyObject *device;
     Py_ssize_t used, pool_bytes, peak, alloc_count, alloc_bytes, cache_hits;
+    /* live streams of the device besides its default one: while any, every free is
+     * stream-ordered (MemoryManager.give_ordered) and caches do not reuse buffers */
+    Py_ssize_t streams;
 } PoolObject;
 
 typedef struct {
@@ -185,7 +193,8 @@ extern PyObject *ga_zero;
 extern PyObject *ga_str_local, *ga_str_forced, *ga_str_release_storage, *ga_str_take_block,
     *ga_str_note_taken, *ga_str_note_put, *ga_str_apply_pending, *ga_str_bad_kind,
     *ga_str_memory, *ga_str_itemsize, *ga_str_note_reuse, *ga_str_storage,
-    *ga_str_new_storage, *ga_str_accepts, *ga_str_dtype_of, *ga_str_device;
+    *ga_str_new_storage, *ga_str_accepts, *ga_str_dtype_of, *ga_str_device,
+    *ga_str_give_ordered;
 
 /* ---------------------------------------------------------------- the memo (alloc.c) */
 
@@ -289,9 +298,12 @@ PyObject *ga_take_block(PyObject *mgr, PyObject *kind, PyObject *nbytes_obj);
 /* A pooled storage of `nbytes` (> 0): the warm-pool hit in C, anything else in Python. */
 PyObject *ga_pool_new_storage(PyObject *self, PyObject *kind, Py_ssize_t nbytes,
                               PyObject *nbytes_obj);
-/* Return a block to the pool; never waits (queues the free if the lock is busy). */
+/* Return a block to the pool; never waits (queues the free if the lock is busy).  While
+ * the device has streams the free is stream-ordered: `recorded` is the storage's list of
+ * streams, Py_None for a storage used on the default stream alone, NULL when unknown
+ * (then ordered after every stream of the device). */
 int ga_pool_give_block(PyObject *mgr, PyObject *kind, PyObject *ptr, PyObject *size,
-                       PyObject *epoch);
+                       PyObject *epoch, PyObject *recorded);
 
 /* ---------------------------------------------------------------- cache.c */
 
@@ -321,7 +333,7 @@ int ga_gate_init(void);
 /* Holds for work in flight: one more handle and hold on each storage / their release;
  * whether a storage is live (not freed, not reset). */
 extern PyTypeObject ga_WorkingType;
-void ga_work_hold(StorageObject *const *held, int n);
+int ga_work_hold(StorageObject *const *held, int n); /* holds taken even on -1 */
 int ga_work_unhold(StorageObject *const *held, int n);
 int ga_work_live(StorageObject *st);
 int ga_working_init(void);
@@ -371,6 +383,26 @@ PyObject *ga_core_empty(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
 PyObject *ga_resolve_device(PyObject *device);
 PyObject *ga_resolve_shape(PyObject *shape);
 PyObject *ga_resolve_dtype(PyObject *dev, PyObject *dtype);
+
+/* ---------------------------------------------------------------- streams.c */
+
+/* How many devices have a current stream in the calling thread (0: the hot paths' case). */
+extern _Thread_local int ga_current_count;
+PyObject *ga_thread_stream(PyObject *device); /* borrowed, or NULL: the default */
+int ga_queue_streamed_slow(void *queue);
+int ga_storage_record_slow(StorageObject *st);
+/* Whether this thread enqueues on another queue than `queue` (a device's default) now. */
+static inline int ga_queue_streamed(void *queue)
+{
+    return ga_current_count && ga_queue_streamed_slow(queue);
+}
+/* Remember the current stream of st's device on st (nothing outside streams); -1: error. */
+static inline int ga_storage_record(StorageObject *st)
+{
+    return ga_current_count ? ga_storage_record_slow(st) : 0;
+}
+PyObject *ga_core_set_thread_stream(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ga_core_thread_stream(PyObject *mod, PyObject *device);
 
 /* ---------------------------------------------------------------- fill.c */
 

@@ -31,6 +31,7 @@ PyObject *ga_operators_slow;
 /* made at init */
 StateObject *ga_state;
 PyObject *ga_zero;
+PyObject *ga_str_give_ordered;
 PyObject *ga_str_local, *ga_str_forced, *ga_str_release_storage, *ga_str_take_block,
     *ga_str_note_taken, *ga_str_note_put, *ga_str_apply_pending, *ga_str_bad_kind,
     *ga_str_memory, *ga_str_itemsize, *ga_str_note_reuse, *ga_str_storage,
@@ -164,6 +165,12 @@ static PyMethodDef core_functions[] = {
     {"host_view", (PyCFunction)ga_core_host_view, METH_O,
      "host_view(a) -> a writeable NumPy array over the memory of a (live, on the cpu "
      "back-end), remembered by (address, shape, strides, dtype)."},
+    {"set_thread_stream", (PyCFunction)(void (*)(void))ga_core_set_thread_stream, METH_FASTCALL,
+     "set_thread_stream(device, stream, queue): `stream` is the calling thread's current "
+     "stream of `device` (None: its default stream again); `queue` is the device's default "
+     "queue handle as the compiled enqueues know it (0: none)."},
+    {"thread_stream", (PyCFunction)ga_core_thread_stream, METH_O,
+     "thread_stream(device) -> the calling thread's current stream of device, or None."},
     {"configure", (PyCFunction)(void (*)(void))core_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(**kw): the Python classes and hooks the hot paths use."},
     {NULL}};
@@ -184,6 +191,7 @@ PyMODINIT_FUNC PyInit__core(void)
     INTERN(ga_str_forced, "forced");
     INTERN(ga_str_release_storage, "release_storage");
     INTERN(ga_str_take_block, "take_block");
+    INTERN(ga_str_give_ordered, "give_ordered");
     INTERN(ga_str_note_taken, "_note_taken");
     INTERN(ga_str_note_put, "_note_put");
     INTERN(ga_str_apply_pending, "_apply_pending_locked");

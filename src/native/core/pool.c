@@ -170,11 +170,18 @@ PyObject *ga_pool_new_storage(PyObject *self, PyObject *kind, Py_ssize_t nbytes,
 
 /* Return a block to the pool; never waits (queues the free if the lock is busy). */
 int ga_pool_give_block(PyObject *self, PyObject *kind, PyObject *ptr, PyObject *size,
-                       PyObject *epoch)
+                       PyObject *epoch, PyObject *recorded)
 {
     PoolObject *mgr = (PoolObject *)self;
     if (epoch != mgr->epoch || ga_state->shutting_down)
         return 0; /* predates a reset (or the interpreter is exiting): never reuse or free */
+    if (mgr->streams > 0) { /* stream-ordered: events, no lock taken (pool.py) */
+        PyObject *r = PyObject_CallMethodObjArgs(self, ga_str_give_ordered, kind, ptr, size,
+                                                 epoch, recorded ? recorded : Py_Ellipsis,
+                                                 NULL);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
     if (!ga_lock_try(mgr->lock)) {
         PyObject *item = PyTuple_Pack(4, kind, ptr, size, epoch);
         if (item == NULL)
@@ -256,7 +263,7 @@ static PyObject *Pool_give_block(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_SetString(PyExc_TypeError, "give_block(kind, ptr, size, epoch) takes 4 arguments");
         return NULL;
     }
-    if (ga_pool_give_block(self, args[0], args[1], args[2], args[3]) < 0)
+    if (ga_pool_give_block(self, args[0], args[1], args[2], args[3], NULL) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -268,7 +275,8 @@ static PyObject *Pool_release_storage(PyObject *self, PyObject *st)
         return NULL;
     }
     StorageObject *s = (StorageObject *)st;
-    if (ga_pool_give_block(self, s->kind, s->ptr, s->block, s->epoch) < 0)
+    if (ga_pool_give_block(self, s->kind, s->ptr, s->block, s->epoch,
+                           s->streams ? s->streams : Py_None) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -304,6 +312,9 @@ static PyMemberDef Pool_members[] = {
     {"alloc_bytes", T_PYSSIZET, offsetof(PoolObject, alloc_bytes), 0, NULL},
     {"cache_hits", T_PYSSIZET, offsetof(PoolObject, cache_hits), 0,
      "Allocations served by an AllocCache on this device."},
+    {"streams", T_PYSSIZET, offsetof(PoolObject, streams), 0,
+     "Live streams of the device besides its default one (streams.py counts them): while "
+     "any, every free is stream-ordered through give_ordered."},
     {NULL}};
 
 PyTypeObject ga_PoolType = {

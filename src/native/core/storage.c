@@ -41,6 +41,10 @@ StorageObject *ga_storage_alloc(PyObject *ptr, PyObject *nbytes, PyObject *devic
     st->home = Py_NewRef(home);
     st->reason = Py_NewRef(Py_None);
     st->token = 1;
+    if (ga_storage_record(st) < 0) {
+        Py_DECREF(st);
+        return NULL;
+    }
     return st;
 }
 
@@ -71,6 +75,10 @@ static PyObject *Storage_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     st->home = Py_NewRef(home);
     st->reason = Py_NewRef(Py_None);
     st->token = 1;
+    if (ga_storage_record(st) < 0) {
+        Py_DECREF(st);
+        return NULL;
+    }
     return (PyObject *)st;
 }
 
@@ -83,6 +91,7 @@ static int Storage_traverse(StorageObject *self, visitproc visit, void *arg)
     Py_VISIT(self->home);
     Py_VISIT(self->served);
     Py_VISIT(self->served_in);
+    Py_VISIT(self->streams);
     return 0;
 }
 
@@ -93,6 +102,7 @@ static int Storage_clear(StorageObject *self)
     ga_storage_unbusy(self);
     Py_CLEAR(self->owner);
     Py_CLEAR(self->home);
+    Py_CLEAR(self->streams);
     return 0;
 }
 
@@ -141,7 +151,8 @@ int ga_storage_give_back(StorageObject *st)
     if (home == NULL || home == Py_None)
         return 0;
     if (PyObject_TypeCheck(home, &ga_PoolType))
-        return ga_pool_give_block(home, st->kind, st->ptr, st->block, st->epoch);
+        return ga_pool_give_block(home, st->kind, st->ptr, st->block, st->epoch,
+                                  st->streams ? st->streams : Py_None);
     if (PyObject_TypeCheck(home, &ga_CacheType))
         return ga_cache_release(home, st);
     Py_INCREF(home);
@@ -365,6 +376,8 @@ static PyMemberDef Storage_members[] = {
      "Handles gpuarrays cannot revoke, plus work in flight."},
     {"_quarantined", T_BOOL, offsetof(StorageObject, quarantined), READONLY,
      "Freed, but held: the memory goes back when the last hold goes."},
+    {"_streams", T_OBJECT, offsetof(StorageObject, streams), READONLY,
+     "The streams besides the default one it was allocated or used on, or None."},
     {NULL}};
 
 PyTypeObject ga_StorageType = {

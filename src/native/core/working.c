@@ -11,7 +11,9 @@
  * `_freed_error()`), after the holds are undone.  Device work still queued at the exit is
  * ordered before any later user of the memory by the device's one in-order queue.
  *
- * ga_work_hold / ga_work_unhold are the same holds for compute.c's compiled path.
+ * ga_work_hold / ga_work_unhold are the same holds for compute.c's compiled path.  A hold
+ * taken while the storage's device has a current stream in this thread records that
+ * stream on the storage (streams.c): its release is ordered after the stream's work.
  *
  * May call: storage.c (ga_storage_hold, ga_storage_unhold), gate.c.
  */
@@ -29,12 +31,16 @@ typedef struct {
 
 static PyObject *str_freed_error;
 
-void ga_work_hold(StorageObject *const *held, int n)
+int ga_work_hold(StorageObject *const *held, int n)
 {
+    int rc = 0;
     for (int i = 0; i < n; i++) {
         held[i]->handles++;
         ga_storage_hold(held[i]);
+        if (ga_storage_record(held[i]) < 0) /* work on a stream: its release waits for it */
+            rc = -1;
     }
+    return rc;
 }
 
 int ga_work_unhold(StorageObject *const *held, int n)
@@ -110,7 +116,11 @@ static PyObject *Working_enter(WorkingObject *self, PyObject *Py_UNUSED(ignored)
         if (a != Py_None)
             self->held[self->nheld++] = (StorageObject *)Py_NewRef(((ArrayObject *)a)->storage);
     }
-    ga_work_hold(self->held, self->nheld);
+    if (ga_work_hold(self->held, self->nheld) < 0) {
+        release(self);
+        ga_gate_exit(self->gate);
+        return NULL;
+    }
     for (Py_ssize_t i = 1; i < n; i++) {
         ArrayObject *a = (ArrayObject *)PyTuple_GET_ITEM(self->arrays, i);
         if ((PyObject *)a == Py_None || (!a->freed && ga_work_live(a->storage)))
