@@ -59,11 +59,14 @@ from gpuarrays.backends.base import BackendOutOfMemory
 
 __all__ = ["FaultyBackend", "inject", "faulty", "PRIMITIVES", "INJECTED_CODE"]
 
-# Every method of the back-end protocol (gpuarrays.backends.base.Backend).
+# Every method of the back-end protocols (gpuarrays.backends.base.Backend, StreamBackend).
 PRIMITIVES = (
     "device_count", "device_info", "allocate", "free", "mem_info", "memcpy", "upload",
     "download", "fill", "copy_strided", "synchronize", "reset",
     "pointer_info", "register_host", "unregister_host",
+    # streams (backends.base.StreamBackend)
+    "stream_new", "stream_free", "stream_synchronize", "set_thread_stream", "event_record",
+    "event_done", "event_wait", "event_free", "stream_wait_event",
 )
 
 # The platform error code an injected BackendError carries.

@@ -94,7 +94,7 @@ class Stream:
     in stream order automatically (docs/streams.md).  Raises ``ValueError`` for an
     unknown device and ``BackendError`` when the platform cannot make a stream."""
 
-    __slots__ = ("device", "handle", "_epoch", "_queue", "__weakref__")
+    __slots__ = ("device", "handle", "_epoch", "__weakref__")
 
     def __init__(self, device: Device | str | None = None, *, _default: bool = False) -> None:
         dev = get_device(device)
@@ -102,7 +102,6 @@ class Stream:
         self.handle = 0
         mgr = dev.memory
         self._epoch = mgr.epoch
-        self._queue = getattr(dev.impl, "default_queue", lambda index: 0)(dev.index)
         if _default:
             return
         with _defaults_lock:
@@ -179,11 +178,12 @@ class Stream:
         self.device.impl.stream_wait_event(self.device.index, self.handle, event._handle)
 
     def query(self) -> bool:
-        """Whether everything enqueued on this stream so far is done."""
+        """Whether everything enqueued on this stream so far is done (the runtime may
+        still say False for a moment after the work ended: OpenCL notes it on its own)."""
         return self.record().query()
 
     def __del__(self) -> None:
-        handle, self.handle = self.handle, 0
+        handle, self.handle = getattr(self, "handle", 0), 0  # 0: __init__ raised
         if not handle or not self._epoch.live:
             return
         dev = self.device
@@ -202,7 +202,7 @@ class Stream:
 def _make_current(dev: Device, stream: Stream | None) -> None:
     """``stream`` (None: the default) is the calling thread's current stream of ``dev``."""
     dev.impl.set_thread_stream(dev.index, 0 if stream is None else stream.handle)
-    _core.set_thread_stream(dev, stream, 0 if stream is None else stream._queue)
+    _core.set_thread_stream(dev, stream)
 
 
 def current_stream(device: Device | str | None = None) -> Stream:

@@ -1179,10 +1179,6 @@ class OpenCLBackend(_kernels.DeviceOps):
         raise DeviceResetError(f"stream 0x{stream:x} of opencl:{state.index} was made before "
                                f"a reset of the device; make a new ga.Stream after a reset")
 
-    def default_queue(self, index: int) -> int:
-        """The default stream's raw queue: the one the compiled enqueues are given."""
-        return self._state(index).q
-
     def stream_new(self, index: int) -> int:
         state = self._state(index)
         try:

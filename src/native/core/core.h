@@ -389,12 +389,11 @@ PyObject *ga_resolve_dtype(PyObject *dev, PyObject *dtype);
 /* How many devices have a current stream in the calling thread (0: the hot paths' case). */
 extern _Thread_local int ga_current_count;
 PyObject *ga_thread_stream(PyObject *device); /* borrowed, or NULL: the default */
-int ga_queue_streamed_slow(void *queue);
 int ga_storage_record_slow(StorageObject *st);
-/* Whether this thread enqueues on another queue than `queue` (a device's default) now. */
-static inline int ga_queue_streamed(void *queue)
+/* Whether this thread is inside a stream of any device now. */
+static inline int ga_in_stream(void)
 {
-    return ga_current_count && ga_queue_streamed_slow(queue);
+    return ga_current_count != 0;
 }
 /* Remember the current stream of st's device on st (nothing outside streams); -1: error. */
 static inline int ga_storage_record(StorageObject *st)

@@ -257,8 +257,8 @@ static int writer_write(WriterObject *w, char *dst, const Source *src, Py_ssize_
         produce(src, dst, nbytes);
         return 0;
     }
-    if (ga_queue_streamed(w->queue))
-        return 1; /* this thread is inside a stream of the device: Python enqueues there */
+    if (ga_in_stream())
+        return 1; /* this thread is inside a stream: Python enqueues on the current one */
     int32_t code;
     if (src->how == FILL) {
         Py_ssize_t size = src->size;

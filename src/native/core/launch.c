@@ -338,8 +338,8 @@ PyTypeObject ga_LaunchType = {
 static int launch_run(LaunchObject *l, size_t out, const size_t *addr, PyObject *const *xs)
 {
     ClKernelObject *k = l->kernel;
-    if (ga_queue_streamed(k->queue))
-        return 1; /* this thread is inside a stream of the device: Python enqueues there */
+    if (ga_in_stream())
+        return 1; /* this thread is inside a stream: Python enqueues on the current one */
     int current = kernel_current(k);
     if (current <= 0)
         return current < 0 ? -1 : 2;

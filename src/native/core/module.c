@@ -166,9 +166,8 @@ static PyMethodDef core_functions[] = {
      "host_view(a) -> a writeable NumPy array over the memory of a (live, on the cpu "
      "back-end), remembered by (address, shape, strides, dtype)."},
     {"set_thread_stream", (PyCFunction)(void (*)(void))ga_core_set_thread_stream, METH_FASTCALL,
-     "set_thread_stream(device, stream, queue): `stream` is the calling thread's current "
-     "stream of `device` (None: its default stream again); `queue` is the device's default "
-     "queue handle as the compiled enqueues know it (0: none)."},
+     "set_thread_stream(device, stream): `stream` is the calling thread's current stream "
+     "of `device` (None: its default stream again)."},
     {"thread_stream", (PyCFunction)ga_core_thread_stream, METH_O,
      "thread_stream(device) -> the calling thread's current stream of device, or None."},
     {"configure", (PyCFunction)(void (*)(void))core_configure, METH_VARARGS | METH_KEYWORDS,

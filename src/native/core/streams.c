@@ -1,7 +1,7 @@
 /* streams.c -- each thread's current stream of each device, and the record of the streams
  * a storage was used on (docs/streams.md, "Memory is stream-ordered without user calls").
  *
- *   _core.set_thread_stream(device, stream, queue)   (stream None: the default again)
+ *   _core.set_thread_stream(device, stream)   (stream None: the default again)
  *   _core.thread_stream(device) -> the stream, or None for the default
  *
  * The table is thread-local and small (a thread is rarely inside streams of more than a
@@ -11,9 +11,9 @@
  *   - ga_storage_record: a storage allocated or held for work while its device has a
  *     current stream in this thread remembers that stream (st->streams, a list without
  *     repeats); its release is then ordered after that stream's work (pool.py);
- *   - ga_queue_streamed: the compiled enqueues (launch.c, fill.c) hand the work to their
- *     Python paths, which enqueue on the current stream, when their device's default
- *     queue (`queue`, as the back-end's handles name it) is not this thread's queue now.
+ *   - ga_in_stream: the compiled enqueues (launch.c, fill.c) hand the work to their
+ *     Python paths, which enqueue on the current stream (or refuse a stale one), while
+ *     the thread is inside any stream: they know their queue, not their device.
  *
  * May call: nothing of the other files.
  */
@@ -23,7 +23,6 @@
 
 typedef struct {
     PyObject *device, *stream; /* strong */
-    void *queue;               /* the device's default queue (0: none the core uses) */
 } Current;
 
 static _Thread_local Current current[MAX_CURRENT];
@@ -36,14 +35,6 @@ PyObject *ga_thread_stream(PyObject *device)
         if (current[i].device == device)
             return current[i].stream;
     return NULL;
-}
-
-int ga_queue_streamed_slow(void *queue)
-{
-    for (int i = 0; i < ga_current_count; i++)
-        if (current[i].queue == queue)
-            return 1;
-    return 0;
 }
 
 int ga_storage_record_slow(StorageObject *st)
@@ -66,15 +57,11 @@ int ga_storage_record_slow(StorageObject *st)
 
 PyObject *ga_core_set_thread_stream(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "set_thread_stream(device, stream, queue) takes 3 "
-                         "arguments");
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "set_thread_stream(device, stream) takes 2 arguments");
         return NULL;
     }
     PyObject *device = args[0], *stream = args[1];
-    unsigned long long queue = PyLong_AsUnsignedLongLong(args[2]);
-    if (queue == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
     int i = 0;
     while (i < ga_current_count && current[i].device != device)
         i++;
@@ -82,7 +69,7 @@ PyObject *ga_core_set_thread_stream(PyObject *mod, PyObject *const *args, Py_ssi
         if (i < ga_current_count) { /* the last entry takes its place */
             Current gone = current[i];
             current[i] = current[--ga_current_count];
-            current[ga_current_count] = (Current){NULL, NULL, NULL};
+            current[ga_current_count] = (Current){NULL, NULL};
             Py_DECREF(gone.device);
             Py_DECREF(gone.stream);
         }
@@ -100,7 +87,6 @@ PyObject *ga_core_set_thread_stream(PyObject *mod, PyObject *const *args, Py_ssi
     }
     PyObject *old = current[i].stream;
     current[i].stream = Py_NewRef(stream);
-    current[i].queue = (void *)(uintptr_t)queue;
     Py_XDECREF(old);
     Py_RETURN_NONE;
 }
