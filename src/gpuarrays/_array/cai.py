@@ -24,6 +24,7 @@ import numpy as np
 from .._common.dtypes import normalize_dtype
 from .._common.raw import c_strides, extent, is_c_contiguous
 from .._memory.devices import devices, get_device
+from .._memory.streams import order_after_other_users
 
 if TYPE_CHECKING:
     from .array import GPUArray
@@ -169,6 +170,7 @@ def interface(a: GPUArray) -> dict:
         raise AttributeError(f"__cuda_array_interface__ exists only for arrays on CUDA devices; "
                              f"this one is on {dev} (use __dlpack__ or .get())")
     st = a._live()
+    order_after_other_users(st)  # the stream named below is the one the memory is ready on
     hook = getattr(dev.impl, "cai_stream", None)
     stream = hook(dev.index) if hook is not None else None
     if stream is None:

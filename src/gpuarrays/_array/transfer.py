@@ -22,7 +22,7 @@ from .. import _core
 from .._common.raw import extent, ndarray_at
 from ..backends.base import RawView
 from .layout import broadcast_strides
-from .._memory.streams import Stream, current_stream
+from .._memory.streams import wait_for_other_users
 from .make import ArrayBase, new_array
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # gpuarrays/
@@ -184,25 +184,11 @@ def to_host(src, out: np.ndarray | None = None) -> np.ndarray:
     return host
 
 
-def _wait_for_streams(st) -> None:
-    """Before the host reads ``st``'s memory: wait for the other streams that used it (the
-    default one included) -- the current one orders the read itself (docs/streams.md)."""
-    if not st.device.memory.streams:
-        return  # the device has one stream: the read is enqueued after everything
-    current = current_stream(st.device)
-    users = list(st._streams or ())
-    if not current.is_default:
-        users.append(Stream.default(st.device))
-    for stream in users:
-        if stream is not current and stream._epoch.live:
-            stream.synchronize()
-
-
 @_gated
 def _download_into(src, host: np.ndarray) -> None:
     if host.size == 0:
         return
-    _wait_for_streams(src._storage)
+    wait_for_other_users(src._storage)  # the read itself is ordered by the current stream
     impl, index = _impl(src)
     if src._is_c():
         impl.download(index, host, src._raw().ptr)

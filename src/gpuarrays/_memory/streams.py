@@ -25,7 +25,8 @@ from .._common.errors import DeviceResetError
 from .devices import Device, get_device
 from .pool import _STREAMS
 
-__all__ = ["Stream", "Event", "current_stream"]
+__all__ = ["Stream", "Event", "current_stream", "wait_for_other_users",
+           "order_after_other_users"]
 
 
 class _Entered(threading.local):
@@ -37,7 +38,9 @@ class _Entered(threading.local):
 
 _entered = _Entered()
 _defaults: dict[Device, Stream] = {}
-_defaults_lock = threading.Lock()
+# Guards _defaults and the pool's stream count; re-entrant: a Stream's __del__ may run
+# (garbage collection) inside a Stream's __init__ on the same thread.
+_defaults_lock = threading.RLock()
 
 
 def _check_live(obj, what: str) -> None:
@@ -191,8 +194,9 @@ class Stream:
             dev.impl.stream_free(dev.index, handle)
         except Exception:  # noqa: BLE001 -- at exit or after a failure: nothing to do
             pass
-        if self._epoch is dev.memory.epoch and dev.memory.streams > 0:
-            dev.memory.streams -= 1
+        with _defaults_lock:
+            if self._epoch is dev.memory.epoch and dev.memory.streams > 0:
+                dev.memory.streams -= 1
 
     def __repr__(self) -> str:
         what = "default stream" if self.handle == 0 else f"stream 0x{self.handle:x}"
@@ -213,3 +217,34 @@ def current_stream(device: Device | str | None = None) -> Stream:
     if stream is not None and stream._epoch.live:
         return stream
     return Stream.default(dev)
+
+
+def _other_users(st) -> list[Stream]:
+    """The streams besides the calling thread's current one that may have work queued on
+    ``st``'s memory: those it recorded, and the default one (none while its device has
+    no streams: then everything is on the default one)."""
+    if not st.device.memory.streams:
+        return []
+    current = current_stream(st.device)
+    users = list(st._streams or ())
+    if not current.is_default:
+        users.append(Stream.default(st.device))
+    return [s for s in users if s is not current and s._epoch.live]
+
+
+def wait_for_other_users(st) -> None:
+    """Before the host reads ``st``'s memory through the current stream: wait on the host
+    for the other streams that used it (``a.get()``: what it needs, not the device)."""
+    for stream in _other_users(st):
+        stream.synchronize()
+
+
+def order_after_other_users(st) -> None:
+    """The current stream waits (on the device) for the other streams that used ``st``:
+    before its handle is given to another library as the stream the memory is ready on
+    (the CUDA Array Interface)."""
+    users = _other_users(st)
+    if users:
+        current = current_stream(st.device)
+        for stream in users:
+            current.wait(stream.record())

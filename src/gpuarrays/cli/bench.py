@@ -779,6 +779,34 @@ def _bench_pool_trace(dev, settings, libs, rows, targets) -> None:
                                   f"max of {n} seeded traces"))
 
 
+def _bench_streams(dev, settings, libs, rows, targets) -> None:
+    """What streams cost (docs/streams.md): the pooled allocate+free with no stream, with a
+    stream alive (every free stream-ordered), inside ``with stream:``; a block freed on one
+    stream and reused on another (one event wait); beside a device synchronisation."""
+    f32 = np.dtype(np.float32)
+    ns = {"ga": ga, "f32": f32, "dev": dev}
+    alloc = "x = ga.empty((1024,), f32, device=dev)\nx.free()"
+    ga.empty((1024,), f32, device=dev).free()
+    plain = side_by_side({"no stream alive": Case(alloc, ns)}, settings)["no stream alive"]
+    s1, s2 = ga.Stream(dev), ga.Stream(dev)
+    ns.update(s1=s1, s2=s2, impl=dev.impl, index=dev.index)
+    cases = {
+        "a stream alive": Case(alloc, ns),
+        "inside with stream": Case(alloc, ns, setup="s1.__enter__()",
+                                   teardown="s1.__exit__(None, None, None)"),
+        "freed on s1, reused on s2 (1 MiB)": Case(
+            "with s1:\n    x = ga.empty((1 << 18,), f32, device=dev)\n"
+            "    x.free()\nwith s2:\n    y = ga.empty((1 << 18,), f32, device=dev)\n"
+            "    y.free()", ns),
+        "event record+query": Case("s1.record().query()", ns),
+        "device synchronize": Case("impl.synchronize(index)", ns),
+    }
+    values = {"no stream alive": plain, **side_by_side(cases, settings)}
+    del s1, s2
+    rows.append(Row("streams", "per call", "ns", values))
+    libs["progress"].step("streams")
+
+
 _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("fragmentation", _bench_fragmentation, None), ("dlpack", _bench_dlpack, 2),
            ("copy", _bench_copy, None), ("workload", _bench_workload, 2),
@@ -787,7 +815,7 @@ _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("linalg", _bench_linalg, 6),
            ("sort", _bench_sort, 4), ("programs", _bench_programs, 6),
            ("fusion", _bench_fusion, 4),
-           ("pool-trace", _bench_pool_trace, 5))
+           ("pool-trace", _bench_pool_trace, 5), ("streams", _bench_streams, 1))
 
 _ALIASES = {"cache": "alloc"}  # the cache group is measured with the alloc group
 
