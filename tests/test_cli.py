@@ -178,7 +178,7 @@ JSON_KEYS = {"device", "device_name", "settings", "python", "platform", "version
              "unavailable", "seconds", "results", "targets"}
 GROUPS = {"derive", "alloc", "cache", "fragmentation", "dlpack", "copy", "workload", "random",
           "reduce", "compute", "compute bandwidth", "pool-trace", "linalg", "sort", "programs",
-          "elementwise", "fusion"}
+          "elementwise", "fusion", "streams"}
 PROGRAMS = ["least squares", "MLP training", "2-D stencil", "Monte-Carlo",
             "image filter + histogram", "k-NN"]
 

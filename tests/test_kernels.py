@@ -154,7 +154,7 @@ def cuda_ulps(op: str, got: np.ndarray, want: np.ndarray, x: np.ndarray,
         ref = np.where(np.isfinite(ref), ref, 0).astype(want.dtype)
         spacing = np.spacing(ref).astype(np.float64)
         scaled = abs(got.astype(np.float64) - want.astype(np.float64)) / spacing
-    return np.where(np.isfinite(u), np.minimum(u, scaled), u)
+    return np.where(np.isfinite(u), np.fmin(u, scaled), u)
 
 
 _SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0,

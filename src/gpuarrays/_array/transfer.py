@@ -20,9 +20,9 @@ import numpy as np
 
 from .. import _core
 from .._common.raw import extent, ndarray_at
+from .._memory.streams import wait_for_other_users
 from ..backends.base import RawView
 from .layout import broadcast_strides
-from .._memory.streams import wait_for_other_users
 from .make import ArrayBase, new_array
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # gpuarrays/

@@ -571,7 +571,7 @@ class _DeviceState:
     events: dict[int, object] = field(default_factory=dict)
     # held while a stream is destroyed or every stream is waited for, so that a drain
     # never synchronizes a stream being destroyed
-    streams_lock: threading.Lock = field(default_factory=threading.Lock)
+    streams_lock: threading.RLock = field(default_factory=threading.RLock)
 
 
 class _Current:
