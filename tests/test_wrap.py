@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import gpuarrays as ga
-from gpuarrays._memory.pins import PAGE, pin_count
+from gpuarrays._memory.pins import PAGE, pin_count, pin_registry
 from gpuarrays.backends.base import PointerInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -692,3 +692,31 @@ def test_cpu_backend_frees_with_the_allocator_it_allocates_with():
     a = ga.unsafe_wrap(ptr, (8,), np.float64, device="cpu:0", kind="host", own=True)
     a[...] = 1.0
     a.free()
+
+
+@pytest.mark.parametrize("lock_busy", [False, True])
+def test_wrapped_memory_is_unregistered_before_its_owner_goes(device, lock_busy):
+    """The owner keeps the memory mapped: it may go only once no registration covers the
+    memory, or the next mapping at that address starts inside a stale registration (on an
+    H200, uploads from such a NumPy array failed with CUDA_ERROR_INVALID_VALUE).  Also when
+    the unpin has to wait for the registry's lock (a finalizer on another thread)."""
+    if not device.impl.needs_host_registration:
+        pytest.skip(f"{device} registers no host memory")
+    memory = np.arange(4 * PAGE // 8, dtype=np.float64)
+    start, end = memory.ctypes.data, memory.ctypes.data + memory.nbytes
+    a = ga.unsafe_wrap(memory, device=device)
+    registered_at_death = []
+    weakref.finalize(memory, lambda: registered_at_death.append(
+        any(s < end and start < e for s, e in pin_registry(device).ranges)))
+    del memory
+    pins = pin_registry(device)
+    if lock_busy:
+        with pins.lock:
+            a.free()
+            gc.collect()
+            assert registered_at_death == []  # kept alive while its unpin waits
+        pin_count(device)  # applies the queued unpin
+    else:
+        a.free()
+    gc.collect()
+    assert registered_at_death == [False]

@@ -5,8 +5,9 @@ platform in whole pages, each page once; registrations are counted here, so
 overlapping wraps (or wraps sharing a page) register once and the last one
 holding a registration unregisters it (also with ``own=False``).
 :class:`WrapHome` is the home of a wrapped storage: when its last handle
-goes it waits for the device's queued work, then drops the owner, removes the
-pin and frees the memory if owned.
+goes it waits for the device's queued work, then removes the pin, frees the
+memory if owned and only then drops the owner (memory is never unmapped while
+registered).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ class _Pins:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.ranges: dict[tuple[int, int], int] = {}
-        self.pending: list[tuple[tuple[int, int], ...]] = []  # unpins queued by finalizers
+        # unpins queued by finalizers, each with the owner of the memory, kept alive (mapped)
+        # until its registrations are gone
+        self.pending: list[tuple[tuple[tuple[int, int], ...], object]] = []
 
     def holds(self, start: int, end: int) -> bool:
         """Whether a registration made here overlaps the bytes ``[start, end)``."""
@@ -76,7 +79,11 @@ class _Pins:
                 self.ranges[r] = self.ranges.get(r, 0) + 1
             return held
 
-    def unpin(self, device, held: tuple[tuple[int, int], ...]) -> None:
+    def unpin(self, device, held: tuple[tuple[int, int], ...], owner: object = None) -> None:
+        """Let go of ``held``; the last holder of a registration unregisters it.  ``owner``
+        (what keeps the memory mapped) stays alive until then: memory must never be
+        unmapped while registered, or the next mapping at that address starts inside a
+        stale registration (CUDA then refuses copies from it: CUDA_ERROR_INVALID_VALUE)."""
         if self.lock.acquire(False):
             try:
                 self._apply_locked(device)
@@ -84,11 +91,13 @@ class _Pins:
             finally:
                 self.lock.release()
         else:
-            self.pending.append(held)
+            self.pending.append((held, owner))
 
     def _apply_locked(self, device) -> None:
         while self.pending:
-            self._unpin_locked(device, self.pending.pop())
+            held, owner = self.pending.pop()
+            self._unpin_locked(device, held)
+            del owner  # unmapped (if this was the last reference) only now
 
     def _unpin_locked(self, device, held: tuple[tuple[int, int], ...]) -> None:
         for rng in held:
@@ -152,15 +161,17 @@ class WrapHome:
             storage.owner = None  # exit: no platform calls; a reset synchronized first
             return  # and the platform forgot this memory
         _finish_queued_work(device)  # before the owner, the pin or the memory goes
-        storage.owner = None
+        owner, storage.owner = storage.owner, None
         try:
-            if self.pinned is not None:
-                pin_registry(device).unpin(device, self.pinned)
+            if self.pinned is not None:  # unregistered before the memory can be unmapped
+                pin_registry(device).unpin(device, self.pinned, owner)
             if self.free_ptr is not None:
                 device.impl.free(device.index, storage.kind, self.free_ptr, storage.nbytes)
         except BackendError as e:
             warnings.warn(f"releasing wrapped memory at 0x{storage.ptr:x} failed: {e}",
                           GPUArraysWarning, stacklevel=2)
+        finally:
+            del owner  # the last reference, once the registration is gone
 
 
 def _finish_queued_work(device) -> None:
