@@ -28,6 +28,9 @@ dev = ga.get_device(spec)
 a = ga.full((100,), 3.0, device=dev)
 view = a[10:]
 host = ga.asarray(np.arange(10.0), device="cpu:0")
+stream = ga.Stream(dev)  # a stream with work on it: the child may not use it (docs/streams.md)
+with stream:
+    on_stream = a + 1
 pid = os.fork()
 if pid == 0:
     failures = []
@@ -39,7 +42,9 @@ if pid == 0:
     try:
         if dev.backend == "cpu":
             check(float(a.get()[0]) == 3.0, "an inherited cpu array reads its data")
-            del a, view
+            with stream:
+                check(float((a + 1).get()[0]) == 4.0, "a cpu stream keeps working")
+            del a, view, stream, on_stream
             gc.collect()
         else:
             for call in (lambda: ga.full((4,), 1.0, device=dev), lambda: ga.synchronize(dev)):
@@ -54,8 +59,14 @@ if pid == 0:
                 check(False, "an inherited array raises on use")
             except ga.DeviceResetError as e:
                 check("os.fork()" in str(e), f"the error says why: {e}")
+            for call in (stream.synchronize, stream.record, stream.__enter__):
+                try:
+                    call()
+                    check(False, "a stream of the parent raises in the child")
+                except ga.DeviceResetError as e:
+                    check("fork" in str(e), f"the stream's error says why: {e}")
             with faults.inject(dev) as fb:
-                del a, view
+                del a, view, stream, on_stream
                 gc.collect()
                 check(sum(fb.calls.values()) == 0, f"dropped without platform calls: {fb.calls}")
         check(host.get().tolist() == list(np.arange(10.0)), "cpu arrays keep working")
@@ -74,6 +85,9 @@ if code != 0:
     sys.exit(f"the child exited with {code}")
 if float(view.get()[0]) != 3.0 or float(ga.full((3,), 1.0, device=dev).get()[0]) != 1.0:
     sys.exit("the parent's device stopped working")
+with stream:
+    if float(on_stream.get()[0]) != 4.0 or float((a * 2).get()[0]) != 6.0:
+        sys.exit("the parent's stream stopped working")
 print("ok")
 """
 
