@@ -84,6 +84,7 @@ class MemoryManager(_core.Pool):
         "impl", "index", "sites", "reserved", "dropped_count", "dropped_bytes", "oom_retries",
         "oom_last_step", "backend_allocs", "backend_frees", "limit", "_in_report",
         "platform_lock", "segments", "high_used", "high_reserved", "churn", "ordered",
+        "by_stream",
     )
 
     def __init__(self, device) -> None:
@@ -107,6 +108,9 @@ class MemoryManager(_core.Pool):
         # Stream-ordered frees not yet reusable by every stream: (kind, ptr, size, epoch,
         # freeing stream handle, [(stream handle, event)]); appended without the lock.
         self.ordered: list[tuple] = []
+        # Stream-ordered frees used by their freeing stream alone, reused by it with no event:
+        # {stream handle: {(kind, size): [ptr]}}
+        self.by_stream: dict[int, dict[tuple[str, int], list[int]]] = {}
         # Blocks that left the books at a reset without being freed (free counts exclude them).
         self.dropped_count = self.dropped_bytes = 0
         self.oom_retries = self.backend_allocs = self.backend_frees = 0
@@ -133,11 +137,10 @@ class MemoryManager(_core.Pool):
         size = (nbytes + GRANULARITY - 1) & _MASK
         if kind not in self.free_lists:
             raise self._bad_kind(kind)
-        if self.ordered:
-            self._poll_ordered()
-        found = self._try_pool(kind, size)
-        if found is None and self.ordered:
-            found = self._reuse_ordered(kind, size)
+        if self.ordered or self.by_stream:
+            found = self._take_stream_ordered(kind, size)
+        else:
+            found = self._try_pool(kind, size)
         if found is None:
             found = self._grow(kind, size)
         return found[0], size, found[1]
@@ -251,7 +254,7 @@ class MemoryManager(_core.Pool):
             with self.lock:
                 self.oom_retries += 1
             if number == 1:
-                self._poll_ordered(wait=True)  # frees waiting for streams' work: wait
+                self._wait_stream_ordered()  # frees waiting for streams' work: wait
             elif number == 2:
                 self.trim()
             elif number == 3:
@@ -333,23 +336,91 @@ class MemoryManager(_core.Pool):
 
     # stream-ordered frees (docs/streams.md) ---------------------------------------------
     def give_ordered(self, kind: str, ptr: int, size: int, epoch: Epoch, recorded) -> None:
-        """A free while the device has streams (the compiled free calls it): the block
-        waits in ``ordered`` with an event on each stream that may still use it -- the
-        default one, those ``recorded`` (the storage's streams; None: none besides the
-        default; ``...``: unknown, so every stream of the device) and the freeing one.
+        """A free while the device has streams (the compiled free calls it).  ``recorded``:
+        the storage's streams (None in it: the default one), None when no stream used it
+        since the device has streams, ``...`` when unknown (every stream of the device).
+
+        - used on no stream since: its earlier work is done (a device's first stream
+          synchronizes it): straight back to the free lists;
+        - used on the freeing stream alone: into that stream's own list (``by_stream``),
+          reused by it with no event (the stream orders it);
+        - else it waits in ``ordered`` with an event on each stream that used it and on the
+          freeing one.
         Never takes the lock: it may run in a finalizer."""
         if epoch is not self.epoch:
             return
         current = _core.thread_stream(self.device)
         free_handle = 0 if current is None or current._epoch is not epoch else current.handle
-        handles = {0, free_handle}
         if recorded is ...:
-            handles.update(s.handle for s in _live_streams(self.device, epoch))
-        elif recorded is not None:
-            handles.update(s.handle for s in recorded if s._epoch is epoch and s.handle)
+            users = {0} | {s.handle for s in _live_streams(self.device, epoch)}
+        elif recorded is None:
+            users = set()
+        else:
+            users = {0 if s is None else s.handle for s in recorded
+                     if s is None or (s._epoch is epoch and s.handle)}
+        if not users:
+            self.pending.append((kind, ptr, size, epoch))  # applied under the lock, soon
+            return
+        if users == {free_handle}:
+            lists = self.by_stream.get(free_handle)
+            if lists is None:
+                lists = self.by_stream.setdefault(free_handle, {})
+            lists.setdefault((kind, size), []).append(ptr)
+            return
         impl, index = self.impl, self.index
-        events = [(h, impl.event_record(index, h)) for h in handles]
+        events = [(h, impl.event_record(index, h)) for h in users | {free_handle}]
         self.ordered.append((kind, ptr, size, epoch, free_handle, events))
+
+    def _take_stream_ordered(self, kind: str, size: int) -> tuple[int, Epoch] | None:
+        """A block of exactly ``size`` for the calling thread's current stream from the
+        stream-ordered frees: its own list first (no wait), then (after the ordered frees
+        whose work is done went to the free lists) the free lists, a pending block (the
+        stream waits for its other streams' events), another stream's list (one event)."""
+        current = _core.thread_stream(self.device)
+        handle = 0 if current is None else current.handle
+        key = (kind, size)
+        own = self.by_stream.get(handle)
+        if own:
+            ptr = _pop(own.get(key))
+            if ptr is not None:
+                return self._count_reused(ptr, size)
+        if self.ordered:
+            self._poll_ordered()
+        found = self._try_pool(kind, size)
+        if found is not None:
+            return found
+        impl, index = self.impl, self.index
+        for entry in list(self.ordered):
+            if entry[0] != kind or entry[2] != size or entry[3] is not self.epoch:
+                continue
+            try:
+                self.ordered.remove(entry)
+            except ValueError:  # another thread took it
+                continue
+            for h, event in entry[5]:
+                if h != handle:
+                    impl.stream_wait_event(index, handle, event)
+                impl.event_free(index, event)
+            return self._count_reused(entry[1], size)
+        for other, lists in list(self.by_stream.items()):
+            ptr = _pop(lists.get(key)) if other != handle else None
+            if ptr is not None:
+                try:
+                    event = impl.event_record(index, other)
+                    impl.stream_wait_event(index, handle, event)
+                    impl.event_free(index, event)
+                except BaseException:
+                    lists[key].append(ptr)
+                    raise
+                return self._count_reused(ptr, size)
+        return None
+
+    def _count_reused(self, ptr: int, size: int) -> tuple[int, Epoch]:
+        """A block that never left ``live`` and ``used`` is handed out again."""
+        with self.lock:
+            self.alloc_count += 1
+            self.alloc_bytes += size
+            return ptr, self.epoch
 
     def _poll_ordered(self, wait: bool = False) -> None:
         """Blocks whose streams' work is done go to the free lists (``wait``: wait on the
@@ -377,30 +448,24 @@ class MemoryManager(_core.Pool):
                     if epoch is self.epoch:
                         self._put_locked(kind, ptr, size)
 
-    def _reuse_ordered(self, kind: str, size: int) -> tuple[int, Epoch] | None:
-        """A block of exactly ``size`` freed in stream order, for the calling thread's
-        current stream: that stream waits (on the device) for the others' events; its
-        own work needs no wait (the stream orders it).  None: none waits."""
-        current = _core.thread_stream(self.device)
-        handle = 0 if current is None else current.handle
-        for entry in list(self.ordered):
-            if entry[0] != kind or entry[2] != size or entry[3] is not self.epoch:
-                continue
-            try:
-                self.ordered.remove(entry)
-            except ValueError:  # another thread took it
-                continue
-            impl, index = self.impl, self.index
-            for h, event in entry[5]:
-                if h != handle:
-                    impl.stream_wait_event(index, handle, event)
-                impl.event_free(index, event)
-            with self.lock:
-                self.alloc_count += 1
-                self.alloc_bytes += size
-                epoch = self.epoch
-            return entry[1], epoch
-        return None
+    def release_stream_blocks(self, handle: int | None = None) -> None:
+        """The blocks kept for stream ``handle`` (None: every stream) go to the free lists:
+        that stream's work is done (it was synchronized or destroyed)."""
+        handles = list(self.by_stream) if handle is None else [handle]
+        for h in handles:
+            lists = self.by_stream.pop(h, None)
+            if lists:
+                with self.lock:
+                    for (kind, size), ptrs in lists.items():
+                        while ptrs:
+                            self._put_locked(kind, ptrs.pop(), size)
+
+    def _wait_stream_ordered(self) -> None:
+        """Every stream-ordered free becomes reusable: the device's streams are drained."""
+        if self.ordered or self.by_stream:
+            self.impl.synchronize(self.index)
+            self._poll_ordered(wait=True)
+            self.release_stream_blocks()
 
     def _drop_ordered(self) -> None:
         """At a reset (the lock held, the device drained): the waiting blocks are gone."""
@@ -411,6 +476,7 @@ class MemoryManager(_core.Pool):
                     impl.event_free(index, event)
                 except Exception:  # noqa: BLE001 -- the context is being thrown away
                     pass
+        self.by_stream.clear()
 
     # maintenance --------------------------------------------------------------------
     def trim(self) -> int:
@@ -470,6 +536,7 @@ class MemoryManager(_core.Pool):
         self.apply_pending()
         self.impl.synchronize(self.index)
         self._poll_ordered()
+        self.release_stream_blocks()
 
     def set_limit(self, limit: int | str | None) -> None:
         self.limit = None if limit is None else parse_size(limit, self.device.total_memory)
@@ -495,6 +562,7 @@ class MemoryManager(_core.Pool):
             self.epoch = Epoch(old.generation + 1)
             self.pending.clear()
             self._drop_ordered()
+            _core.add_streams(-self.streams)
             self.streams = 0  # the epoch's streams are gone with it
             for free in self.free_lists.values():
                 free.clear()
@@ -516,7 +584,9 @@ class MemoryManager(_core.Pool):
         with self.lock:
             self._apply_pending_locked()
             return {
-                "pending_free_bytes": sum(entry[2] for entry in list(self.ordered)),
+                "pending_free_bytes": sum(entry[2] for entry in list(self.ordered))
+                + sum(size * len(ptrs) for lists in list(self.by_stream.values())
+                      for (_, size), ptrs in list(lists.items())),
                 "streams": self.streams,
                 "used_bytes": self.used,
                 "reserved_bytes": self.used + self.pool_bytes,
@@ -544,6 +614,14 @@ class MemoryManager(_core.Pool):
         with self.lock:
             self._apply_pending_locked()
             self.peak = self.used
+
+
+def _pop(ptrs: list[int] | None) -> int | None:
+    """The last of ``ptrs`` (None when empty or None); safe against another thread."""
+    try:
+        return ptrs.pop() if ptrs else None
+    except IndexError:
+        return None
 
 
 def _live_streams(device, epoch) -> list:

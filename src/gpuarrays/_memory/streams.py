@@ -114,6 +114,7 @@ class Stream:
                 dev.impl.synchronize(dev.index)
             self.handle = dev.impl.stream_new(dev.index)
             mgr.streams += 1
+            _core.add_streams(1)
             _STREAMS.setdefault(dev, weakref.WeakSet()).add(self)
 
     @classmethod
@@ -194,9 +195,17 @@ class Stream:
             dev.impl.stream_free(dev.index, handle)
         except Exception:  # noqa: BLE001 -- at exit or after a failure: nothing to do
             pass
+        mgr = dev.memory
         with _defaults_lock:
-            if self._epoch is dev.memory.epoch and dev.memory.streams > 0:
-                dev.memory.streams -= 1
+            if self._epoch is not mgr.epoch or mgr.streams <= 0:
+                return
+            mgr.streams -= 1
+            _core.add_streams(-1)
+            last = mgr.streams == 0
+        try:  # its work is done: the blocks only it used serve everyone again
+            mgr.release_stream_blocks(None if last else handle)
+        except Exception:  # noqa: BLE001 -- at exit: nothing to do
+            pass
 
     def __repr__(self) -> str:
         what = "default stream" if self.handle == 0 else f"stream 0x{self.handle:x}"
@@ -221,14 +230,13 @@ def current_stream(device: Device | str | None = None) -> Stream:
 
 def _other_users(st) -> list[Stream]:
     """The streams besides the calling thread's current one that may have work queued on
-    ``st``'s memory: those it recorded, and the default one (none while its device has
-    no streams: then everything is on the default one)."""
+    ``st``'s memory: those it recorded (None: the default one; its uses from before the
+    device's first stream are done, that stream's creation synchronized them), none while
+    the device has no streams (then everything is on the default one)."""
     if not st.device.memory.streams:
         return []
     current = current_stream(st.device)
-    users = list(st._streams or ())
-    if not current.is_default:
-        users.append(Stream.default(st.device))
+    users = [Stream.default(st.device) if s is None else s for s in st._streams or ()]
     return [s for s in users if s is not current and s._epoch.live]
 
 

@@ -388,6 +388,7 @@ PyObject *ga_resolve_dtype(PyObject *dev, PyObject *dtype);
 
 /* How many devices have a current stream in the calling thread (0: the hot paths' case). */
 extern _Thread_local int ga_current_count;
+extern Py_ssize_t ga_streams_alive; /* live non-default streams, every device */
 PyObject *ga_thread_stream(PyObject *device); /* borrowed, or NULL: the default */
 int ga_storage_record_slow(StorageObject *st);
 /* Whether this thread is inside a stream of any device now. */
@@ -395,13 +396,15 @@ static inline int ga_in_stream(void)
 {
     return ga_current_count != 0;
 }
-/* Remember the current stream of st's device on st (nothing outside streams); -1: error. */
+/* Remember the current stream of st's device on st (the default one only while the device
+ * has streams); -1: error. */
 static inline int ga_storage_record(StorageObject *st)
 {
-    return ga_current_count ? ga_storage_record_slow(st) : 0;
+    return (ga_current_count || ga_streams_alive) ? ga_storage_record_slow(st) : 0;
 }
 PyObject *ga_core_set_thread_stream(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ga_core_thread_stream(PyObject *mod, PyObject *device);
+PyObject *ga_core_add_streams(PyObject *mod, PyObject *delta);
 
 /* ---------------------------------------------------------------- fill.c */
 

@@ -168,6 +168,9 @@ static PyMethodDef core_functions[] = {
     {"set_thread_stream", (PyCFunction)(void (*)(void))ga_core_set_thread_stream, METH_FASTCALL,
      "set_thread_stream(device, stream): `stream` is the calling thread's current stream "
      "of `device` (None: its default stream again)."},
+    {"add_streams", (PyCFunction)ga_core_add_streams, METH_O,
+     "add_streams(delta) -> the live non-default streams of every device, after adding "
+     "delta (streams.py counts them; while any, storages record default-stream use)."},
     {"thread_stream", (PyCFunction)ga_core_thread_stream, METH_O,
      "thread_stream(device) -> the calling thread's current stream of device, or None."},
     {"configure", (PyCFunction)(void (*)(void))core_configure, METH_VARARGS | METH_KEYWORDS,

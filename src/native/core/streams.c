@@ -3,6 +3,7 @@
  *
  *   _core.set_thread_stream(device, stream)   (stream None: the default again)
  *   _core.thread_stream(device) -> the stream, or None for the default
+ *   _core.add_streams(delta) -> live non-default streams of every device, counted
  *
  * The table is thread-local and small (a thread is rarely inside streams of more than a
  * few devices at once); it holds strong references, replaced on every set.  An empty
@@ -10,7 +11,8 @@
  * thread-local read:
  *   - ga_storage_record: a storage allocated or held for work while its device has a
  *     current stream in this thread remembers that stream (st->streams, a list without
- *     repeats); its release is then ordered after that stream's work (pool.py);
+ *     repeats; None for the default stream, recorded only while its device has streams);
+ *     its release is then ordered after those streams' work (pool.py);
  *   - ga_in_stream: the compiled enqueues (launch.c, fill.c) hand the work to their
  *     Python paths, which enqueue on the current stream (or refuse a stale one), while
  *     the thread is inside any stream: they know their queue, not their device.
@@ -27,6 +29,7 @@ typedef struct {
 
 static _Thread_local Current current[MAX_CURRENT];
 _Thread_local int ga_current_count;
+Py_ssize_t ga_streams_alive; /* live non-default streams of every device (streams.py) */
 
 /* The calling thread's current stream of `device` (borrowed), or NULL. */
 PyObject *ga_thread_stream(PyObject *device)
@@ -39,9 +42,15 @@ PyObject *ga_thread_stream(PyObject *device)
 
 int ga_storage_record_slow(StorageObject *st)
 {
-    PyObject *stream = ga_thread_stream(st->device);
-    if (stream == NULL)
-        return 0;
+    PyObject *stream = ga_current_count ? ga_thread_stream(st->device) : NULL;
+    if (stream == NULL) {
+        /* the default stream: recorded (as None) only while the device has streams, so a
+         * block used on one stream alone can be reused by it with no event (pool.py) */
+        if (st->home == NULL || !PyObject_TypeCheck(st->home, &ga_PoolType)
+                || ((PoolObject *)st->home)->streams <= 0)
+            return 0;
+        stream = Py_None;
+    }
     if (st->streams == NULL) {
         if ((st->streams = PyList_New(1)) == NULL)
             return -1;
@@ -89,6 +98,17 @@ PyObject *ga_core_set_thread_stream(PyObject *mod, PyObject *const *args, Py_ssi
     current[i].stream = Py_NewRef(stream);
     Py_XDECREF(old);
     Py_RETURN_NONE;
+}
+
+PyObject *ga_core_add_streams(PyObject *mod, PyObject *delta)
+{
+    Py_ssize_t d = PyLong_AsSsize_t(delta);
+    if (d == -1 && PyErr_Occurred())
+        return NULL;
+    ga_streams_alive += d;
+    if (ga_streams_alive < 0)
+        ga_streams_alive = 0;
+    return PyLong_FromSsize_t(ga_streams_alive);
 }
 
 PyObject *ga_core_thread_stream(PyObject *mod, PyObject *device)
