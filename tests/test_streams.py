@@ -367,3 +367,21 @@ def test_two_threads_each_on_their_own_stream_reuse_each_others_blocks(device):
     for th in threads:
         th.join()
     assert not errors, errors
+
+
+def test_dlpack_export_orders_the_consumer_stream_without_a_host_wait(device, faulty):
+    """The DLPack stream rule on CUDA: the consumer's stream waits for the streams that used
+    the memory, on the device."""
+    if device.backend != "cuda":
+        pytest.skip("DLPack streams exist on CUDA only")
+    torch = pytest.importorskip("torch")
+    s = ga.Stream(device)
+    with s:
+        x = ga.arange(N, dtype="float32", device=device) * 2
+    consumer = torch.cuda.Stream(device=device.index)
+    synchronized = faulty.calls["synchronize"]
+    with torch.cuda.stream(consumer):
+        t = torch.from_dlpack(x)  # asks with stream=consumer.cuda_stream
+        assert faulty.calls["synchronize"] == synchronized
+        total = float(t.double().sum())
+    assert total == float(np.arange(N, dtype=np.float64).sum() * 2)

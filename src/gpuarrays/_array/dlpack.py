@@ -22,9 +22,10 @@ Producer (``a.__dlpack__`` / ``a.__dlpack_device__``)
   is one of the device's ``info.host_kinds`` (fine-grain SVM and every kind on
   an OpenCL CPU device such as PoCL, CUDA pinned and managed memory): that
   memory is exported in place as ``kDLCPU`` after synchronising.  Streams: ``None`` is the
-  only value for devices without streams; on CUDA/ROCm the device is
-  synchronised unless ``stream == -1`` (a full synchronisation satisfies every
-  stream ordering the standard allows).
+  only value for devices without streams; on CUDA a consumer's ``stream`` is made to wait
+  (on the device) for every stream that used the memory -- the DLPack stream rule, no
+  host wait -- ``stream=None`` synchronises the device (a full synchronisation satisfies
+  every stream the consumer may use) and ``stream == -1`` asks for nothing.
 * Lifetime: the capsule owns one handle on the storage (it counts in
   ``storage.refcount``) until the consumer's deleter runs -- or, when nobody
   consumed it, until the capsule is destroyed -- exactly once, from any thread.
@@ -82,6 +83,7 @@ import numpy as np
 from .._memory.devices import devices, get_device
 from .._memory.state import state
 from .._memory.storage import Storage
+from .._memory.streams import users_of
 from .make import ArrayBase, wrap_storage
 from .transfer import outside_handle
 from .wrap import WrapHome
@@ -292,7 +294,15 @@ def _sync(a: GPUArray, own: tuple[int, int], stream) -> None:
                              "or a stream handle")
         if stream == -1:
             return  # the consumer asked for no synchronisation
-        dev.impl.synchronize(dev.index)
+        wait = getattr(dev.impl, "foreign_wait_event", None)
+        if stream is None or wait is None:
+            dev.impl.synchronize(dev.index)  # satisfies every stream the consumer may use
+            return
+        # the stream rule: the consumer's stream waits (on the device) for every stream
+        # that used the memory -- no host wait (docs/streams.md)
+        for user in users_of(st):
+            event = user.record()  # kept until the wait is enqueued (freed when it goes)
+            wait(dev.index, stream, event._handle)
         return
     if stream is not None:
         raise ValueError(f"stream must be None for arrays on {dev} (device type "

@@ -25,7 +25,7 @@ from .._common.errors import DeviceResetError
 from .devices import Device, get_device
 from .pool import _STREAMS
 
-__all__ = ["Stream", "Event", "current_stream", "wait_for_other_users",
+__all__ = ["Stream", "Event", "current_stream", "users_of", "wait_for_other_users",
            "order_after_other_users"]
 
 
@@ -238,6 +238,15 @@ def _other_users(st) -> list[Stream]:
     current = current_stream(st.device)
     users = [Stream.default(st.device) if s is None else s for s in st._streams or ()]
     return [s for s in users if s is not current and s._epoch.live]
+
+
+def users_of(st) -> list[Stream]:
+    """Every stream that may have work queued on ``st``'s memory (the default one alone
+    while its device has no streams)."""
+    if not st.device.memory.streams:
+        return [Stream.default(st.device)]
+    users = [Stream.default(st.device) if s is None else s for s in st._streams or ()]
+    return [s for s in users if s._epoch.live]
 
 
 def wait_for_other_users(st) -> None:

@@ -1160,6 +1160,17 @@ class CudaBackend(DeviceOps):
             finally:
                 d.cuEventDestroy(event)  # released once the wait has been satisfied
 
+    def foreign_wait_event(self, index: int, stream: int, event: int) -> None:
+        """Order a foreign ``stream`` (a handle as the interchange protocols give it: 1 legacy
+        default, 2 per-thread default, else a ``CUstream``) after our ``event``: the DLPack
+        producer's side of the stream rule, with no host wait."""
+        if not event:
+            return
+        with self._current(index):
+            _, ev = self._lookup_event(index, event)
+            _check("cuStreamWaitEvent",
+                   self._d.cuStreamWaitEvent(self._d.CUstream(int(stream)), ev, 0))
+
     def reset(self, index: int) -> None:
         with self._lock:
             state = self._states.pop(index, None)
