@@ -298,47 +298,96 @@ def test_a_reset_inside_a_with_block_makes_the_stale_stream_fail_loudly(device):
 
 
 # a random program over several streams and two threads ---------------------------------
-OPS = st.lists(st.tuples(st.sampled_from(["new", "compute", "free", "wait", "read"]),
+OPS = st.lists(st.tuples(st.sampled_from(["new", "cached", "compute", "copy", "free", "force",
+                                          "wait", "read"]),
                          st.integers(0, 3), st.integers(0, 7)), min_size=4, max_size=24)
+
+
+class _Neighbour:
+    """A second thread on its own stream, allocating, computing, checking and freeing
+    blocks of the program's size until stopped: blocks move between the two threads."""
+
+    def __init__(self, device, n: int) -> None:
+        self.stop, self.errors = threading.Event(), []
+        self.thread = threading.Thread(target=self._run, args=(device, n), daemon=True)
+        self.thread.start()
+
+    def _run(self, device, n: int) -> None:
+        try:
+            s, i = ga.Stream(device), 0
+            while not self.stop.is_set():
+                with s:
+                    a = ga.full(n, float(i), dtype="float32", device=device)
+                    b = a * 3
+                    del a
+                    np.testing.assert_array_equal(b.get(), np.float32(3 * i))
+                i += 1
+        except BaseException as e:  # reported by close()
+            self.errors.append(e)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(60)
+        assert not self.thread.is_alive() and not self.errors, self.errors
 
 
 @settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
-def test_random_programs_over_four_streams_match_numpy(device, ops):
+def test_random_programs_over_four_streams_and_two_threads_match_numpy(device, ops):
     """Arrays live on the stream that made them (data dependencies between streams are the
-    user's, as in CUDA); frees happen under any stream and allocations of equal sizes on
-    every stream, so blocks move between streams while work is in flight.  Every live
-    array matches its NumPy model after every step."""
+    user's, as in CUDA); frees (local, forced, a cache's) happen under any stream and
+    allocations of equal sizes on every stream and in a second thread, so blocks move
+    between streams while work is in flight.  Live arrays match their NumPy models."""
     streams = [ga.Stream.default(device)] + [ga.Stream(device) for _ in range(3)]
     n = 1 << 16
     live: dict[int, tuple] = {}  # slot -> (array, its stream index, model)
+    cache = ga.AllocCache()
     w = busy(device)
-    for what, si, slot in ops:
-        s = streams[si]
-        if what == "new":
-            with s:
-                live[slot] = (ga.full(n, float(slot), dtype="float32", device=device), si,
-                              np.full(n, float(slot), np.float32))
-        elif what == "compute" and slot in live:
-            a, home, model = live[slot]
-            with streams[home]:
-                if home == 1:
-                    ga.sin(w)  # keep stream 1 busy: its late reads race the others
-                live[slot] = (a * 2 - 1, home, model * 2 - 1)
-        elif what == "free" and slot in live:
-            with s:
-                a = live.pop(slot)[0]
-                if si % 2:
-                    a.free()
+    neighbour = _Neighbour(device, n)
+    try:
+        for what, si, slot in ops:
+            s = streams[si]
+            if what in ("new", "cached"):
+                with s:
+                    if what == "cached":
+                        with ga.cached(cache):
+                            a = ga.full(n, float(slot), dtype="float32", device=device)
+                    else:
+                        a = ga.full(n, float(slot), dtype="float32", device=device)
+                live[slot] = (a, si, np.full(n, float(slot), np.float32))
                 del a
-        elif what == "wait" and slot in live:
-            streams[si].wait(streams[live[slot][1]].record())
-        elif what == "read" and slot in live:
-            a, _, model = live[slot]
+            elif what in ("compute", "copy") and slot in live:
+                a, home, model = live[slot]
+                with streams[home]:
+                    if home == 1:
+                        ga.sin(w)  # keep stream 1 busy: its late reads race the others
+                    if what == "compute":
+                        live[slot] = (a * 2 - 1, home, model * 2 - 1)
+                    else:
+                        b = ga.empty_like(a)
+                        b[...] = a
+                        live[(slot + 1) % 8] = (b, home, model)
+                del a
+            elif what in ("free", "force") and slot in live:
+                with s:
+                    a = live.pop(slot)[0]
+                    if what == "force":
+                        a.free(force=True)
+                    elif si % 2:
+                        a.free()
+                    del a
+            elif what == "wait" and slot in live:
+                streams[si].wait(streams[live[slot][1]].record())
+            elif what == "read" and slot in live:
+                a, _, model = live[slot]
+                np.testing.assert_array_equal(a.get(), model)
+        for a, _, model in live.values():
             np.testing.assert_array_equal(a.get(), model)
-    for a, _, model in live.values():
-        np.testing.assert_array_equal(a.get(), model)
+    finally:
+        neighbour.close()
+        live.clear()
+        cache.free()
 
 
 def test_two_threads_each_on_their_own_stream_reuse_each_others_blocks(device):
