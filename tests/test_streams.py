@@ -434,3 +434,19 @@ def test_dlpack_export_orders_the_consumer_stream_without_a_host_wait(device, fa
         assert faulty.calls["synchronize"] == synchronized
         total = float(t.double().sum())
     assert total == float(np.arange(N, dtype=np.float64).sum() * 2)
+
+
+def test_an_asynchronous_get_is_done_once_its_stream_is(device):
+    s = ga.Stream(device)
+    w = busy(device)
+    out = np.zeros(N, np.float32)
+    with s:
+        x = ga.arange(N, dtype="float32", device=device)
+        ga.sin(w)  # s is busy: the copy after it is still queued on return
+        assert x.get(out=out, blocking=False) is out
+        done = s.record()
+    done.synchronize()
+    np.testing.assert_array_equal(out, np.arange(N, dtype=np.float32))
+    strided = np.zeros(N // 2, np.float32)
+    x[::2].get(out=strided, blocking=False)  # needs a copy first: blocks instead
+    np.testing.assert_array_equal(strided, np.arange(0, N, 2, dtype=np.float32))

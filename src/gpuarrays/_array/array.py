@@ -520,9 +520,12 @@ class GPUArray(_core.Array):
         self._storage.device.require(dt)
         return transfer.copy(self, dt, layout)
 
-    def get(self, out: np.ndarray | None = None) -> np.ndarray:
-        """Copy to a new NumPy array, or into ``out`` (same shape)."""
-        return transfer.to_host(self, out)
+    def get(self, out: np.ndarray | None = None, blocking: bool = True) -> np.ndarray:
+        """Copy to a new NumPy array, or into ``out`` (same shape).  ``blocking=False`` with
+        ``out`` (same dtype, both C-contiguous) on OpenCL or CUDA enqueues the copy on the
+        current stream and returns at once: wait for that stream (``synchronize()`` or an
+        event recorded after the call) before reading ``out``; otherwise it blocks."""
+        return transfer.to_host(self, out, blocking)
 
     def tolist(self):
         return self.get().tolist()

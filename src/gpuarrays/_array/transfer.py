@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _core
 from .._common.raw import extent, ndarray_at
-from .._memory.streams import wait_for_other_users
+from .._memory.streams import order_after_other_users, wait_for_other_users
 from ..backends.base import RawView
 from .layout import broadcast_strides
 from .make import ArrayBase, new_array
@@ -166,8 +166,10 @@ def copy(src, dtype: np.dtype, order: str = "C"):
     return out
 
 
-def to_host(src, out: np.ndarray | None = None) -> np.ndarray:
-    """Copy ``src`` to a new NumPy array, or into ``out`` (same shape)."""
+def to_host(src, out: np.ndarray | None = None, blocking: bool = True) -> np.ndarray:
+    """Copy ``src`` to a new NumPy array, or into ``out`` (same shape).  ``blocking=False``
+    with an ``out`` of ``src``'s dtype, both C-contiguous, on OpenCL or CUDA: the copy is
+    enqueued on the current stream and may not be done on return (docs/streams.md)."""
     src._live()
     if out is not None:
         if not isinstance(out, np.ndarray):
@@ -175,6 +177,9 @@ def to_host(src, out: np.ndarray | None = None) -> np.ndarray:
         if out.shape != src.shape:
             raise ValueError(f"out has shape {out.shape}, expected {src.shape}")
         if out.dtype == src.dtype and out.flags.c_contiguous and out.flags.writeable:
+            if not blocking and src._is_c() and hasattr(src.device.impl, "download_async"):
+                _download_async(src, out)
+                return out
             _download_into(src, out)
         else:
             np.copyto(out, to_host(src))
@@ -182,6 +187,13 @@ def to_host(src, out: np.ndarray | None = None) -> np.ndarray:
     host = np.empty(src.shape, src.dtype)
     _download_into(src, host)
     return host
+
+
+@_gated
+def _download_async(src, host: np.ndarray) -> None:
+    if host.size:
+        order_after_other_users(src._storage)  # on the device: the host does not wait
+        src.device.impl.download_async(src.device.index, host, src._raw().ptr)
 
 
 @_gated

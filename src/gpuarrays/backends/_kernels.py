@@ -544,6 +544,13 @@ class DeviceOps:
             raise ValueError("download needs a C-contiguous destination array")
         self._copy(index, dst.ctypes.data, src, dst.nbytes, wait=True)
 
+    def download_async(self, index: int, dst: np.ndarray, src: int) -> None:
+        """``download`` enqueued on the current stream without waiting: ``dst`` must stay
+        alive and untouched until that stream has run it (``a.get(out, blocking=False)``)."""
+        if not dst.flags.c_contiguous:
+            raise ValueError("download needs a C-contiguous destination array")
+        self._copy(index, dst.ctypes.data, src, dst.nbytes, wait=False)
+
     def _memset(self, index: int, start: int, pattern: bytes, nbytes: int) -> bool:
         raise NotImplementedError
 
