@@ -450,20 +450,20 @@ class MemoryManager(_core.Pool):
 
     def release_stream_blocks(self, handle: int | None = None) -> None:
         """The blocks kept for stream ``handle`` (None: every stream) go to the free lists:
-        that stream's work is done (it was synchronized or destroyed)."""
+        that stream's work is done (it was synchronized or destroyed).  Queued as frees,
+        never under the lock: a stream's finalizer calls it."""
         handles = list(self.by_stream) if handle is None else [handle]
+        epoch = self.epoch
         for h in handles:
             lists = self.by_stream.pop(h, None)
-            if lists:
-                with self.lock:
-                    for (kind, size), ptrs in lists.items():
-                        while ptrs:
-                            self._put_locked(kind, ptrs.pop(), size)
+            for (kind, size), ptrs in (lists or {}).items():
+                while ptrs:
+                    self.pending.append((kind, ptrs.pop(), size, epoch))
 
     def _wait_stream_ordered(self) -> None:
         """Every stream-ordered free becomes reusable: the device's streams are drained."""
         if self.ordered or self.by_stream:
-            self.impl.synchronize(self.index)
+            self._synchronize_quietly()
             self._poll_ordered(wait=True)
             self.release_stream_blocks()
 

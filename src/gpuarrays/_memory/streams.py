@@ -109,12 +109,20 @@ class Stream:
             return
         with _defaults_lock:
             if mgr.streams == 0:
-                # The pool's free lists may hold blocks the default stream still uses; they
-                # stay safe for this stream only once that work is done.
-                dev.impl.synchronize(dev.index)
-            self.handle = dev.impl.stream_new(dev.index)
-            mgr.streams += 1
-            _core.add_streams(1)
+                # The device's first stream.  The pool's free lists may hold blocks whose
+                # default-stream work is still queued, and storages in use have recorded
+                # nothing: with no operation in flight (the gate held exclusively), count
+                # the stream first -- every later hold records its stream -- then let the
+                # work queued so far finish.
+                with dev.gate.exclusive():
+                    self.handle = dev.impl.stream_new(dev.index)
+                    mgr.streams += 1
+                    _core.add_streams(1)
+                    dev.impl.synchronize(dev.index)
+            else:
+                self.handle = dev.impl.stream_new(dev.index)
+                mgr.streams += 1
+                _core.add_streams(1)
             _STREAMS.setdefault(dev, weakref.WeakSet()).add(self)
 
     @classmethod
