@@ -41,7 +41,7 @@
  *                                                      alloc.c, array.c, gate.c, working.c,
  *                                                      compute.c (ga_array_address)
  *   streams.c  each thread's current stream per device; a storage's used streams
- *                                                      nothing
+ *                                                      nothing (reads PoolObject.streams)
  *   module.c   the module, configure(), init; defines the globals declared here
  * storage.c and pool.c/cache.c call each other on purpose: a storage gives its memory
  * back to its home, and a home makes its storages.
@@ -108,8 +108,9 @@ typedef struct StorageObject {
     /* served by a cache: its buffer entry, the list it goes back to, its busy slot */
     PyObject *served, *served_in;
     Py_ssize_t busy_pos;
-    /* the streams other than the default one it was allocated or used on (a list without
-     * repeats), or NULL: its release is ordered after their work (streams.c, pool.py) */
+    /* the streams it was allocated or used on while its device had streams (a list without
+     * repeats, None for the default stream), or NULL: its release is ordered after their
+     * work (streams.c, pool.py) */
     PyObject *streams;
 } StorageObject;
 
@@ -300,8 +301,8 @@ PyObject *ga_pool_new_storage(PyObject *self, PyObject *kind, Py_ssize_t nbytes,
                               PyObject *nbytes_obj);
 /* Return a block to the pool; never waits (queues the free if the lock is busy).  While
  * the device has streams the free is stream-ordered: `recorded` is the storage's list of
- * streams, Py_None for a storage used on the default stream alone, NULL when unknown
- * (then ordered after every stream of the device). */
+ * streams, Py_None for a storage no stream used since, NULL when unknown (then ordered
+ * after every stream of the device). */
 int ga_pool_give_block(PyObject *mgr, PyObject *kind, PyObject *ptr, PyObject *size,
                        PyObject *epoch, PyObject *recorded);
 

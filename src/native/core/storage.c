@@ -377,7 +377,8 @@ static PyMemberDef Storage_members[] = {
     {"_quarantined", T_BOOL, offsetof(StorageObject, quarantined), READONLY,
      "Freed, but held: the memory goes back when the last hold goes."},
     {"_streams", T_OBJECT, offsetof(StorageObject, streams), READONLY,
-     "The streams besides the default one it was allocated or used on, or None."},
+     "The streams it was allocated or used on while its device had streams (None in it: "
+     "the default one), or None."},
     {NULL}};
 
 PyTypeObject ga_StorageType = {

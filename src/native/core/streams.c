@@ -17,7 +17,7 @@
  *     Python paths, which enqueue on the current stream (or refuse a stale one), while
  *     the thread is inside any stream: they know their queue, not their device.
  *
- * May call: nothing of the other files.
+ * May call: nothing of the other files (reads PoolObject.streams of a storage's home).
  */
 #include "core.h"
 
