@@ -450,3 +450,17 @@ def test_an_asynchronous_get_is_done_once_its_stream_is(device):
     strided = np.zeros(N // 2, np.float32)
     x[::2].get(out=strided, blocking=False)  # needs a copy first: blocks instead
     np.testing.assert_array_equal(strided, np.arange(0, N, 2, dtype=np.float32))
+
+
+@pytest.mark.skipif(not any(d.backend == "opencl" for d in ga.devices()),
+                    reason="needs an OpenCL device")
+def test_pyopencl_gets_the_current_queue():
+    from gpuarrays.interop.pyopencl import context_and_queue
+
+    device = ga.get_device("opencl:0")
+    s = ga.Stream(device)
+    default = context_and_queue(device)[1]
+    with s:
+        context, queue = context_and_queue(device)
+        assert queue.int_ptr == s.ptr and queue.int_ptr != default.int_ptr
+    assert context_and_queue(device)[1].int_ptr == default.int_ptr

@@ -616,14 +616,16 @@ class OpenCLBackend(_kernels.DeviceOps):
         return len(self._devices)
 
     def context_and_queue(self, index: int) -> tuple[object, object]:
-        """The ``pyopencl.Context`` and in-order ``pyopencl.CommandQueue`` of device ``index``.
+        """The ``pyopencl.Context`` and in-order ``pyopencl.CommandQueue`` of device ``index``:
+        the calling thread's current queue (a ``ga.Stream``'s inside ``with stream:``, else
+        the default one).
 
-        Every allocation and kernel of this back-end on the device uses them, so
-        PyOpenCL work enqueued on this queue is ordered with ours.  A reset
-        replaces both: ask again afterwards.
+        Every enqueue of this back-end from this thread uses that queue, so PyOpenCL work
+        enqueued on it is ordered with ours.  A reset replaces both: ask again afterwards.
         """
         state = self._state(index)
-        return state.context, state.queue
+        q = self._queue(state)
+        return state.context, state.queue if q == state.q else state.streams[q]
 
     def device_info(self, index: int) -> DeviceInfo:
         return self._infos[index]

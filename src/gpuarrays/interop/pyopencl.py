@@ -122,7 +122,8 @@ def context_and_queue(device=None) -> tuple:
     ``device``: an opencl device or spec; ``None`` is the current device if it
     is an opencl one, else the first opencl device.  ``ValueError`` for a device
     of another back-end.  The queue is in-order and shared with every gpuarrays
-    operation on the device; after ``ga.device_reset`` both are new.
+    operation of the calling thread on the device: inside ``with stream:`` the stream's
+    queue (docs/streams.md), else the default one; after ``ga.device_reset`` both are new.
     """
     _pyopencl()
     dev = _opencl_device(device)
