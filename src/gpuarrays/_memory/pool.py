@@ -32,6 +32,7 @@ import os
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 
 from .. import _core
@@ -84,7 +85,7 @@ class MemoryManager(_core.Pool):
         "impl", "index", "sites", "reserved", "dropped_count", "dropped_bytes", "oom_retries",
         "oom_last_step", "backend_allocs", "backend_frees", "limit", "_in_report",
         "platform_lock", "segments", "high_used", "high_reserved", "churn", "ordered",
-        "by_stream",
+        "by_stream", "live_streams",
     )
 
     def __init__(self, device) -> None:
@@ -111,6 +112,9 @@ class MemoryManager(_core.Pool):
         # Stream-ordered frees used by their freeing stream alone, reused by it with no event:
         # {stream handle: {(kind, size): [ptr]}}
         self.by_stream: dict[int, dict[tuple[str, int], list[int]]] = {}
+        # The device's live non-default streams (weak: a stream goes when its last user does);
+        # ``streams``, the compiled count, is their number.
+        self.live_streams: weakref.WeakSet = weakref.WeakSet()
         # Blocks that left the books at a reset without being freed (free counts exclude them).
         self.dropped_count = self.dropped_bytes = 0
         self.oom_retries = self.backend_allocs = self.backend_frees = 0
@@ -335,6 +339,21 @@ class MemoryManager(_core.Pool):
                 self._apply_pending_locked()
 
     # stream-ordered frees (docs/streams.md) ---------------------------------------------
+    def add_stream(self, stream) -> None:
+        """A new stream of the device: from now on every free is stream-ordered."""
+        self.live_streams.add(stream)
+        self.streams += 1
+        _core.add_streams(1)
+
+    def remove_stream(self, handle: int) -> None:
+        """Stream ``handle`` is gone, its work drained: the blocks only it used serve every
+        stream again (all kept blocks when it was the last).  Runs in its finalizer."""
+        if self.streams <= 0:
+            return
+        self.streams -= 1
+        _core.add_streams(-1)
+        self.release_stream_blocks(None if self.streams == 0 else handle)
+
     def give_ordered(self, kind: str, ptr: int, size: int, epoch: Epoch, recorded) -> None:
         """A free while the device has streams (the compiled free calls it).  ``recorded``:
         the storage's streams (None in it: the default one), None when no stream used it
@@ -352,7 +371,7 @@ class MemoryManager(_core.Pool):
         current = _core.thread_stream(self.device)
         free_handle = 0 if current is None or current._epoch is not epoch else current.handle
         if recorded is ...:
-            users = {0} | {s.handle for s in _live_streams(self.device, epoch)}
+            users = {0} | {s.handle for s in list(self.live_streams) if s.handle}
         elif recorded is None:
             users = set()
         else:
@@ -564,6 +583,7 @@ class MemoryManager(_core.Pool):
             self._drop_ordered()
             _core.add_streams(-self.streams)
             self.streams = 0  # the epoch's streams are gone with it
+            self.live_streams = weakref.WeakSet()
             for free in self.free_lists.values():
                 free.clear()
             for segments in self.segments.values():
@@ -622,16 +642,6 @@ def _pop(ptrs: list[int] | None) -> int | None:
         return ptrs.pop() if ptrs else None
     except IndexError:
         return None
-
-
-def _live_streams(device, epoch) -> list:
-    """The device's streams of ``epoch`` alive now (for a free whose users are unknown)."""
-    return [s for s in list(_STREAMS.get(device, ())) if s._epoch is epoch and s.handle]
-
-
-# Every live non-default Stream, by device (streams.py adds them; weak, so a stream goes
-# when its last user does).
-_STREAMS: dict = {}
 
 
 def timed(fn: Callable, *args):

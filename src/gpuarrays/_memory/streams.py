@@ -17,13 +17,12 @@ their device: after a reset (or in a forked child) using them raises
 
 from __future__ import annotations
 
+import contextlib
 import threading
-import weakref
 
 from .. import _core
 from .._common.errors import DeviceResetError
 from .devices import Device, get_device
-from .pool import _STREAMS
 
 __all__ = ["Stream", "Event", "current_stream", "users_of", "wait_for_other_users",
            "order_after_other_users"]
@@ -108,22 +107,17 @@ class Stream:
         if _default:
             return
         with _defaults_lock:
-            if mgr.streams == 0:
-                # The device's first stream.  The pool's free lists may hold blocks whose
-                # default-stream work is still queued, and storages in use have recorded
-                # nothing: with no operation in flight (the gate held exclusively), count
-                # the stream first -- every later hold records its stream -- then let the
-                # work queued so far finish.
-                with dev.gate.exclusive():
-                    self.handle = dev.impl.stream_new(dev.index)
-                    mgr.streams += 1
-                    _core.add_streams(1)
-                    dev.impl.synchronize(dev.index)
-            else:
+            # The device's first stream: the pool's free lists may hold blocks whose
+            # default-stream work is still queued, and storages in use have recorded
+            # nothing.  With no operation in flight (the gate held exclusively) the stream
+            # is counted first -- every later hold records its stream -- then the work
+            # queued so far finishes.
+            first = mgr.streams == 0
+            with dev.gate.exclusive() if first else contextlib.nullcontext():
                 self.handle = dev.impl.stream_new(dev.index)
-                mgr.streams += 1
-                _core.add_streams(1)
-            _STREAMS.setdefault(dev, weakref.WeakSet()).add(self)
+                mgr.add_stream(self)
+                if first:
+                    dev.impl.synchronize(dev.index)
 
     @classmethod
     def default(cls, device: Device | str | None = None) -> Stream:
@@ -203,17 +197,9 @@ class Stream:
             dev.impl.stream_free(dev.index, handle)
         except Exception:  # noqa: BLE001 -- at exit or after a failure: nothing to do
             pass
-        mgr = dev.memory
         with _defaults_lock:
-            if self._epoch is not mgr.epoch or mgr.streams <= 0:
-                return
-            mgr.streams -= 1
-            _core.add_streams(-1)
-            last = mgr.streams == 0
-        try:  # its work is done: the blocks only it used serve everyone again
-            mgr.release_stream_blocks(None if last else handle)
-        except Exception:  # noqa: BLE001 -- at exit: nothing to do
-            pass
+            if self._epoch is dev.memory.epoch:
+                dev.memory.remove_stream(handle)
 
     def __repr__(self) -> str:
         what = "default stream" if self.handle == 0 else f"stream 0x{self.handle:x}"
@@ -244,8 +230,7 @@ def _other_users(st) -> list[Stream]:
     if not st.device.memory.streams:
         return []
     current = current_stream(st.device)
-    users = [Stream.default(st.device) if s is None else s for s in st._streams or ()]
-    return [s for s in users if s is not current and s._epoch.live]
+    return [s for s in users_of(st) if s is not current]
 
 
 def users_of(st) -> list[Stream]:

@@ -12,6 +12,7 @@ function returning an object that satisfies :class:`Backend` (or raising
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -156,6 +157,41 @@ class StreamBackend(Protocol):
     def event_wait(self, index: int, event: int) -> None: ...
     def event_free(self, index: int, event: int) -> None: ...
     def stream_wait_event(self, index: int, stream: int, event: int) -> None: ...
+
+
+class SynchronousStreams:
+    """``StreamBackend`` for a back-end whose work runs in the calling thread in program
+    order: every stream's work is done when its call returns, so each event is the
+    complete event 0 and waits do nothing.  Stream handles count from 1."""
+
+    _stream_numbers = itertools.count(1)
+
+    def stream_new(self, index: int) -> int:
+        return next(self._stream_numbers)
+
+    def stream_free(self, index: int, stream: int) -> None:
+        return None
+
+    def stream_synchronize(self, index: int, stream: int) -> None:
+        return None
+
+    def set_thread_stream(self, index: int, stream: int) -> None:
+        return None
+
+    def event_record(self, index: int, stream: int) -> int:
+        return 0
+
+    def event_done(self, index: int, event: int) -> bool:
+        return True
+
+    def event_wait(self, index: int, event: int) -> None:
+        return None
+
+    def event_free(self, index: int, event: int) -> None:
+        return None
+
+    def stream_wait_event(self, index: int, stream: int, event: int) -> None:
+        return None
 
 
 class ThreadStreams(threading.local):

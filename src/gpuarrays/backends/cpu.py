@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import itertools
 import os
 import threading
 
@@ -20,7 +19,14 @@ import numpy as np
 from .._common.errors import BackendError
 from .._common.raw import extent, ndarray_at
 from ._hostmem import advise_huge_pages
-from .base import KINDS, BackendOutOfMemory, DeviceInfo, PointerInfo, RawView
+from .base import (
+    KINDS,
+    BackendOutOfMemory,
+    DeviceInfo,
+    PointerInfo,
+    RawView,
+    SynchronousStreams,
+)
 
 # The process's malloc and free, both resolved the same way (the global symbol scope):
 # with a preloaded allocator (ASan, jemalloc, tcmalloc) both are its own, so memory
@@ -42,7 +48,7 @@ def _physical_memory() -> tuple[int, int]:
     return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
 
 
-class CpuBackend:
+class CpuBackend(SynchronousStreams):
     """Host memory from the C allocator, all three kinds (docs/design.md, "The back-end interface")."""
 
     name = "cpu"
@@ -56,7 +62,6 @@ class CpuBackend:
         self._starts: list[int] = []  # sorted allocation addresses
         self._allocs: dict[int, tuple[int, str]] = {}  # ptr -> (nbytes, kind)
         self._registered: dict[int, int] = {}  # host ranges registered for the device
-        self._stream_numbers = itertools.count(1)  # stream handles (never 0, the default)
 
     # devices ------------------------------------------------------------------
     def device_count(self) -> int:
@@ -139,36 +144,6 @@ class CpuBackend:
 
     # lifecycle ----------------------------------------------------------------
     def synchronize(self, index: int) -> None:
-        return None
-
-    # streams: synchronous (docs/streams.md) -------------------------------------
-    # Work runs in the calling thread in program order, so every stream's work is done
-    # when its call returns: each event is the complete event 0.
-    def stream_new(self, index: int) -> int:
-        return next(self._stream_numbers)
-
-    def stream_free(self, index: int, stream: int) -> None:
-        return None
-
-    def stream_synchronize(self, index: int, stream: int) -> None:
-        return None
-
-    def set_thread_stream(self, index: int, stream: int) -> None:
-        return None
-
-    def event_record(self, index: int, stream: int) -> int:
-        return 0
-
-    def event_done(self, index: int, event: int) -> bool:
-        return True
-
-    def event_wait(self, index: int, event: int) -> None:
-        return None
-
-    def event_free(self, index: int, event: int) -> None:
-        return None
-
-    def stream_wait_event(self, index: int, stream: int, event: int) -> None:
         return None
 
     def reset(self, index: int) -> None:

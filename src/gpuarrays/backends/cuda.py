@@ -1006,15 +1006,7 @@ class CudaBackend(DeviceOps):
     def _stream(self, state: _DeviceState, index: int):
         """The ``CUstream`` every enqueue of the calling thread on device ``index`` goes to
         now: its current stream (``set_thread_stream``), the default one when none is set."""
-        h = self._thread.by_index.get(index)
-        if not h:
-            return state.stream
-        stream = state.streams.get(h)
-        if stream is not None:
-            return stream
-        raise DeviceResetError(
-            f"the current stream of cuda:{index} was made before a reset of the device; "
-            f"make a new ga.Stream after a reset")
+        return self._lookup_stream(state, index, self._thread.by_index.get(index, 0))
 
     def _lookup_stream(self, state: _DeviceState, index: int, stream: int):
         """The ``CUstream`` of handle ``stream`` (0: the default stream)."""

@@ -745,7 +745,7 @@ class OpenCLBackend(_kernels.DeviceOps):
         copy the queue reads later (``_STAGED_MAX``, ``_KEPT_MAX``), else blocking."""
         state = self._state(index)
         if (src.nbytes > _STAGED_MAX or len(state.kept) >= _KEPT_MAX or src.nbytes == 0
-                or self._thread.by_index.get(index)):  # kept copies are the default queue's
+                or self._queue(state) != state.q):  # kept copies are the default queue's
             super().upload(index, dst, src)  # blocking: the kept buffers go too
             return
         staged = np.ascontiguousarray(src).tobytes()  # a private copy, whatever src is
@@ -1164,16 +1164,10 @@ class OpenCLBackend(_kernels.DeviceOps):
     # streams (docs/streams.md) -----------------------------------------------------
     def _queue(self, state: _DeviceState) -> int:
         """The raw queue the calling thread enqueues on for ``state``'s device now."""
-        q = self._thread.by_index.get(state.index)
-        if not q:
-            return state.q
-        if q in state.streams:
-            return q
-        raise DeviceResetError(
-            f"the current stream of opencl:{state.index} was made before a reset of the "
-            f"device; make a new ga.Stream after a reset")
+        return self._stream_queue(state, self._thread.by_index.get(state.index, 0))
 
     def _stream_queue(self, state: _DeviceState, stream: int) -> int:
+        """The raw queue of stream handle ``stream`` (0: the default one)."""
         if not stream:
             return state.q
         if stream in state.streams:
