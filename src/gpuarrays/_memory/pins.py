@@ -26,7 +26,11 @@ __all__ = ["PAGE", "WrapHome", "pin_count", "pin_registry", "forget_pins"]
 
 PAGE = mmap.PAGESIZE
 """The granularity of a host registration: CUDA registers whole pages and refuses a
-range that overlaps pages already registered (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)."""
+range that overlaps pages already registered (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED).
+A registration therefore also covers the bytes around a wrap on its first and last page
+(another NumPy array may start there): the cuda back-end cuts its copies at the ends of
+registrations (``CudaBackend._pieces``), since CUDA refuses a copy that starts inside one
+and runs past its end."""
 
 
 class _Pins:

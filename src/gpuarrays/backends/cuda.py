@@ -47,7 +47,14 @@ Decisions (docs/design.md, "The back-end interface"):
   from it are DMA transfers and kernels can address it through the host pointer
   (Linux with unified addressing, where the device can use the host pointer
   for registered memory).  Memory that some other library already registered
-  is left to it.
+  is left to it.  Registrations are whole pages, so they also cover the bytes
+  next to a wrap on its first and last page, where the C allocator may have put
+  another NumPy array; CUDA takes a copy whose first host byte lies in a
+  registration for a copy of that registration and refuses one running past its
+  end (``CUDA_ERROR_INVALID_VALUE``, seen on an H200).  So every copy is cut
+  where one of our registrations begins or ends inside its host ranges
+  (``_pieces``): one ``cuMemcpyAsync`` per piece, a single one while nothing
+  is registered.
 * **Kernels are CUDA C**, compiled with NVRTC straight to CUBIN for the
   device's exact architecture (``--gpu-architecture=sm_XY``); when this NVRTC
   is older than the device, to PTX for the newest architecture it knows, which
@@ -689,7 +696,11 @@ class CudaBackend(DeviceOps):
         self._allocs: dict[int, tuple[int, str, int]] = {}  # ptr -> (nbytes, kind, device)
         # host ranges we registered: ptr -> (nbytes, device); foreign ones: ptr -> device
         self._registered: dict[int, tuple[int, int]] = {}
+        self._reg_starts: list[int] = []  # sorted keys of _registered (copies split there)
         self._foreign_registered: dict[int, int] = {}
+        # held across a registration and its bookkeeping, and by a copy retried because a
+        # registration appeared between its split and the driver's look-up (_copy)
+        self._reg_lock = threading.Lock()
         self.builds = 0  # modules built (docs/kernels.md, "Kernel caches")
         self._compiled: dict[tuple[int, str, str], _Kernel] = {}
         self._thread = ThreadStreams()  # each thread's current stream of each device
@@ -818,15 +829,66 @@ class CudaBackend(DeviceOps):
             base = self._starts[i]
             return ptr < base + max(self._allocs[base][0], 1)
 
+    def _pieces(self, dst: int, src: int, nbytes: int) -> list[tuple[int, int]]:
+        """``(offset, size)`` pieces of a copy of ``nbytes`` from ``src`` to ``dst``, cut
+        wherever one of our host registrations begins or ends inside either range.
+
+        CUDA looks up a copy's source and destination by their first byte only: one
+        inside a registered range makes the whole copy a copy of that registration, and
+        one running past its end is refused with CUDA_ERROR_INVALID_VALUE.  Registrations
+        are whole pages (pins.py), so a wrap's registration also covers the bytes around
+        it on its first and last page: the start of a NumPy array the C allocator put
+        right after (or before) the wrapped one, and of a wrap that spans two
+        registrations (two wraps sharing a page).  Each piece lies inside one
+        registration or outside all of ours, so the driver accepts it (a DMA copy of
+        the pinned piece, a staged copy of a pageable one)."""
+        if not self._registered:
+            return [(0, nbytes)]
+        cuts = {0, nbytes}
+        with self._lock:
+            starts, registered = self._reg_starts, self._registered
+            for ptr in (dst, src):
+                end = ptr + nbytes
+                i = max(bisect.bisect_right(starts, ptr) - 1, 0)
+                while i < len(starts) and starts[i] < end:
+                    lo = starts[i]
+                    hi = lo + registered[lo][0]
+                    if hi > ptr:
+                        cuts.update(x - ptr for x in (lo, hi) if ptr < x < end)
+                    i += 1
+        bounds = sorted(cuts)
+        return [(a, b - a) for a, b in zip(bounds, bounds[1:], strict=False)]
+
     def _copy(self, index: int, dst: int, src: int, nbytes: int, wait: bool) -> None:
         if nbytes == 0:
             return
         d = self._d
         with self._current(index) as state:
             stream = self._stream(state, index)
-            _check("cuMemcpyAsync", d.cuMemcpyAsync(dst, src, nbytes, stream))
+            pieces = self._pieces(dst, src, nbytes)
+            err = self._enqueue_pieces(dst, src, pieces, stream)
+            if err == CUDA_ERROR_INVALID_VALUE:
+                # A registration made by another thread between the split and the driver's
+                # look-up (pins register on wrap): split again while none can be made, and
+                # copy everything once more (the same bytes: the pieces already done are
+                # rewritten with what they hold)
+                with self._reg_lock:
+                    again = self._pieces(dst, src, nbytes)
+                    if again != pieces:
+                        err = self._enqueue_pieces(dst, src, again, stream)
+            if err != CUDA_SUCCESS:
+                raise cuda_error("cuMemcpyAsync", err)
             if wait:
                 _check("cuStreamSynchronize", d.cuStreamSynchronize(stream))
+
+    def _enqueue_pieces(self, dst: int, src: int, pieces, stream) -> int:
+        """Enqueue a copy piece by piece; the first failure's ``CUresult`` (0: none)."""
+        copy = self._d.cuMemcpyAsync
+        for offset, size in pieces:
+            (err,) = copy(dst + offset, src + offset, size, stream)
+            if err != CUDA_SUCCESS:
+                return int(err)
+        return CUDA_SUCCESS
 
     def memcpy(self, index: int, dst: int, src: int, nbytes: int) -> None:
         # Memory we did not allocate (pageable host memory, another library's
@@ -947,12 +1009,14 @@ class CudaBackend(DeviceOps):
                 if err != CUDA_SUCCESS:
                     raise cuda_error("cuMemAlloc", err)
                 self.ptr = int(ptr)
-                try:
-                    _check(
-                        "cuMemcpyAsync",
-                        d.cuMemcpyAsync(self.ptr, self.host.ctypes.data, self.host.nbytes,
-                                        self.stream),
-                    )  # fmt: skip
+                try:  # the host array may start on a page a wrap registered (_pieces)
+                    backend = self.backend
+                    src, nbytes = self.host.ctypes.data, self.host.nbytes
+                    err = backend._enqueue_pieces(self.ptr, src,
+                                                  backend._pieces(self.ptr, src, nbytes),
+                                                  self.stream)
+                    if err != CUDA_SUCCESS:
+                        raise cuda_error("cuMemcpyAsync", err)
                 except BaseException:
                     d.cuMemFree(self.ptr)
                     raise
@@ -1171,6 +1235,7 @@ class CudaBackend(DeviceOps):
             self._starts = sorted(self._allocs)
             for p in [p for p, e in self._registered.items() if e[1] == index]:
                 del self._registered[p]
+            self._reg_starts = sorted(self._registered)
             for p in [p for p, dev in self._foreign_registered.items() if dev == index]:
                 del self._foreign_registered[p]
         if state is None:
@@ -1248,24 +1313,30 @@ class CudaBackend(DeviceOps):
     def register_host(self, index: int, ptr: int, nbytes: int) -> None:
         d = self._d
         flags = int(d.CU_MEMHOSTREGISTER_PORTABLE) | int(d.CU_MEMHOSTREGISTER_DEVICEMAP)
-        with self._current(index):
-            (err,) = d.cuMemHostRegister(ptr, nbytes, flags)
-        if err == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
-            with self._lock:  # someone else's registration: leave it to them
-                self._foreign_registered[ptr] = index
-            return
-        if err != CUDA_SUCCESS:
-            raise cuda_error("cuMemHostRegister", err)
-        with self._lock:
-            self._registered[ptr] = (nbytes, index)
+        with self._reg_lock:  # a copy that raced this registration waits for its record
+            with self._current(index):
+                (err,) = d.cuMemHostRegister(ptr, nbytes, flags)
+            if err == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+                with self._lock:  # someone else's registration: leave it to them
+                    self._foreign_registered[ptr] = index
+                return
+            if err != CUDA_SUCCESS:
+                raise cuda_error("cuMemHostRegister", err)
+            with self._lock:  # copies are split at its ends from now on (_pieces)
+                self._registered[ptr] = (nbytes, index)
+                bisect.insort(self._reg_starts, ptr)
 
     def unregister_host(self, index: int, ptr: int) -> None:
         with self._lock:
             if self._foreign_registered.pop(ptr, None) is not None:
                 return
-            self._registered.pop(ptr, None)
-        with self._current(index):
-            _check("cuMemHostUnregister", self._d.cuMemHostUnregister(ptr))
+        try:
+            with self._current(index):
+                _check("cuMemHostUnregister", self._d.cuMemHostUnregister(ptr))
+        finally:  # forgotten only once gone: until then copies are still split at its ends
+            with self._lock:
+                if self._registered.pop(ptr, None) is not None:
+                    del self._reg_starts[bisect.bisect_left(self._reg_starts, ptr)]
 
 
 def load() -> CudaBackend:
