@@ -65,6 +65,176 @@ static inline double rng_from_f64(u64 b) { double x; memcpy(&x, &b, sizeof x); r
     }
 typedef union { u64 u; double f; void *p; } rng_value;
 
+/* The cpu engine's lane-group loops (kernels.py, "The cpu engine's lane-group loops";
+ * docs/random.md, "The cpu engine"): whole lane groups in chunks of RNG_CHUNK blocks, the
+ * Philox words of a chunk in one loop, the transforms in a second (each lane the scalar
+ * kernel's statements, so its bits), the rows copied out.  gcc vectorizes the loops; on x86-64
+ * they are compiled for x86-64-v4, x86-64-v3 and the baseline, picked at run time. */
+#define RNG_CHUNK 128
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && defined(__x86_64__)
+#include <immintrin.h>
+#define RNG_X86 1
+#define RNG_V4 __attribute__((target("arch=x86-64-v4")))
+#define RNG_V3 __attribute__((target("arch=x86-64-v3")))
+#define RNG_RUN(isa, f, args) ((isa) == 3 ? f##_v4 args : (isa) == 2 ? f##_v3 args : f##_base args)
+#else
+#define RNG_RUN(isa, f, args) f##_base args
+#endif
+/* What computes the whole lane groups: 0 the scalar kernel alone, 1 the loops compiled for the
+ * baseline, 2 for x86-64-v3, 3 for x86-64-v4.  rng_level -1 (always, but in tests): the best
+ * the CPU runs.  rng.c's use_isa() sets it, for tests and measurements only. */
+static int rng_level = -1;
+static int rng_best(void)
+{
+#ifdef RNG_X86
+    if (__builtin_cpu_supports("x86-64-v4"))
+        return 3;
+    if (__builtin_cpu_supports("x86-64-v3"))
+        return 2;
+#endif
+    return 1;
+}
+#define RNG_INLINE static inline __attribute__((always_inline))
+
+/* (double)x for |x| < 2**53, vectorizable by AVX2 (native: the plain conversion):
+ * x = hi 2**32 + lo, hi = x >> 32 (|hi| < 2**21) and lo < 2**32 each made a double exactly by
+ * the bits of 1.5 2**52 + hi and 2**52 + lo less those constants, hi scaled by 2**32 exactly,
+ * and the sum is x itself, representable: so exactly the plain conversion's value. */
+RNG_INLINE double rng_i2d(i64 x, int native)
+{
+    if (native)
+        return (double)x;
+    double hi = SUB_f64(FROM_f64((u64)0x4338000000000000u + (u64)(x >> 32)),
+                        6755399441055744.0);
+    double lo = SUB_f64(FROM_f64((u64)0x4330000000000000u | ((u64)x & 0xFFFFFFFFu)),
+                        4503599627370496.0);
+    return ADD_f64(MUL_f64(hi, 4294967296.0), lo);
+}
+
+/* Philox in 32-bit lanes (the scalar rounds, vectorized by gcc): the baseline's */
+RNG_INLINE void rng_words32(u32 (*w)[RNG_CHUNK], u32 k0, u32 k1, u64 b0, u64 nb)
+{
+    for (u64 i = 0; i < nb; i++) {
+        u32 x0 = (u32)(b0 + i), x1 = (u32)((b0 + i) >> 32), x2 = 0, x3 = 0;
+        u32 k0_ = k0, k1_ = k1, y0_, y2_; u64 p0_, p1_;
+        p0_ = (u64)3528531795u * x0; p1_ = (u64)3449720151u * x2; y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        p0_ = (u64)3528531795u * x0; p1_ = (u64)3449720151u * x2; y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        p0_ = (u64)3528531795u * x0; p1_ = (u64)3449720151u * x2; y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        p0_ = (u64)3528531795u * x0; p1_ = (u64)3449720151u * x2; y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        p0_ = (u64)3528531795u * x0; p1_ = (u64)3449720151u * x2; y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        p0_ = (u64)3528531795u * x0; p1_ = (u64)3449720151u * x2; y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        p0_ = (u64)3528531795u * x0; p1_ = (u64)3449720151u * x2; y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        p0_ = (u64)3528531795u * x0; p1_ = (u64)3449720151u * x2; y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        p0_ = (u64)3528531795u * x0; p1_ = (u64)3449720151u * x2; y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        p0_ = (u64)3528531795u * x0; p1_ = (u64)3449720151u * x2; y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;
+        w[0][i] = x0; w[1][i] = x1; w[2][i] = x2; w[3][i] = x3;
+    }
+}
+
+/* Philox in 64-bit lanes, each word in the low half (the high half is garbage nothing reads,
+ * as in the OpenCL vector kernels): one 64-bit multiply, shift and xor per word pair;
+ * x86-64-v4's */
+RNG_INLINE void rng_words64(u32 (*w)[RNG_CHUNK], u32 k0, u32 k1, u64 b0, u64 nb)
+{
+    for (u64 i = 0; i < nb; i++) {
+        u64 x0 = b0 + i, x1 = (b0 + i) >> 32, x2 = 0, x3 = 0, p0_, p2_;
+        u64 k0_ = k0, k1_ = k1;
+        p0_ = (x0 & 0xFFFFFFFFu) * 3528531795u; p2_ = (x2 & 0xFFFFFFFFu) * 3449720151u; x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;
+        k0_ = (u32)(k0_ + 2654435769u); k1_ = (u32)(k1_ + 3144134277u);
+        p0_ = (x0 & 0xFFFFFFFFu) * 3528531795u; p2_ = (x2 & 0xFFFFFFFFu) * 3449720151u; x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;
+        k0_ = (u32)(k0_ + 2654435769u); k1_ = (u32)(k1_ + 3144134277u);
+        p0_ = (x0 & 0xFFFFFFFFu) * 3528531795u; p2_ = (x2 & 0xFFFFFFFFu) * 3449720151u; x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;
+        k0_ = (u32)(k0_ + 2654435769u); k1_ = (u32)(k1_ + 3144134277u);
+        p0_ = (x0 & 0xFFFFFFFFu) * 3528531795u; p2_ = (x2 & 0xFFFFFFFFu) * 3449720151u; x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;
+        k0_ = (u32)(k0_ + 2654435769u); k1_ = (u32)(k1_ + 3144134277u);
+        p0_ = (x0 & 0xFFFFFFFFu) * 3528531795u; p2_ = (x2 & 0xFFFFFFFFu) * 3449720151u; x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;
+        k0_ = (u32)(k0_ + 2654435769u); k1_ = (u32)(k1_ + 3144134277u);
+        p0_ = (x0 & 0xFFFFFFFFu) * 3528531795u; p2_ = (x2 & 0xFFFFFFFFu) * 3449720151u; x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;
+        k0_ = (u32)(k0_ + 2654435769u); k1_ = (u32)(k1_ + 3144134277u);
+        p0_ = (x0 & 0xFFFFFFFFu) * 3528531795u; p2_ = (x2 & 0xFFFFFFFFu) * 3449720151u; x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;
+        k0_ = (u32)(k0_ + 2654435769u); k1_ = (u32)(k1_ + 3144134277u);
+        p0_ = (x0 & 0xFFFFFFFFu) * 3528531795u; p2_ = (x2 & 0xFFFFFFFFu) * 3449720151u; x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;
+        k0_ = (u32)(k0_ + 2654435769u); k1_ = (u32)(k1_ + 3144134277u);
+        p0_ = (x0 & 0xFFFFFFFFu) * 3528531795u; p2_ = (x2 & 0xFFFFFFFFu) * 3449720151u; x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;
+        k0_ = (u32)(k0_ + 2654435769u); k1_ = (u32)(k1_ + 3144134277u);
+        p0_ = (x0 & 0xFFFFFFFFu) * 3528531795u; p2_ = (x2 & 0xFFFFFFFFu) * 3449720151u; x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;
+        w[0][i] = (u32)x0; w[1][i] = (u32)x1; w[2][i] = (u32)x2; w[3][i] = (u32)x3;
+    }
+}
+
+#ifdef RNG_X86
+/* Philox in AVX2, 8 blocks per step, x86-64-v3's: the even and odd lanes' 64-bit products
+ * (vpmuludq), their halves blended into the high and low words */
+#define RNG_MULHILO_AVX2(x, m, hi, lo) { \
+        __m256i e_ = _mm256_mul_epu32(x, m), o_ = _mm256_mul_epu32(_mm256_srli_epi64(x, 32), m); \
+        hi = _mm256_blend_epi32(_mm256_srli_epi64(e_, 32), o_, 0xAA); \
+        lo = _mm256_blend_epi32(e_, _mm256_slli_epi64(o_, 32), 0xAA); }
+#define RNG_ROUND_AVX2(x0, x1, x2, x3, k0, k1) { __m256i h0_, l0_, h2_, l2_; \
+        RNG_MULHILO_AVX2(x0, m0_, h0_, l0_) RNG_MULHILO_AVX2(x2, m1_, h2_, l2_) \
+        x0 = _mm256_xor_si256(_mm256_xor_si256(h2_, x1), _mm256_set1_epi32((int)k0)); \
+        x2 = _mm256_xor_si256(_mm256_xor_si256(h0_, x3), _mm256_set1_epi32((int)k1)); \
+        x1 = l2_; x3 = l0_; }
+RNG_V3 static inline void rng_words_avx2(u32 (*w)[RNG_CHUNK], u32 k0, u32 k1, u64 b0, u64 nb)
+{
+    const __m256i m0_ = _mm256_set1_epi64x(3528531795), m1_ = _mm256_set1_epi64x(3449720151);
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    for (u64 i = 0; i < nb; i += 8) {
+        u64 b = b0 + i;  /* blocks b .. b + 7: low words b + l, high words + 1 past a wrap */
+        __m256i lo = _mm256_set1_epi32((int)(u32)b);
+        __m256i x0 = _mm256_add_epi32(lo, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256i wrap = _mm256_cmpgt_epi32(_mm256_xor_si256(lo, sign), _mm256_xor_si256(x0, sign));
+        __m256i x1 = _mm256_sub_epi32(_mm256_set1_epi32((int)(u32)(b >> 32)), wrap);
+        __m256i x2 = _mm256_setzero_si256(), x3 = _mm256_setzero_si256();
+        u32 k0_ = k0, k1_ = k1;
+        RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)
+        k0_ += 2654435769u; k1_ += 3144134277u;
+        RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)
+        _mm256_storeu_si256((__m256i *)(w[0] + i), x0);
+        _mm256_storeu_si256((__m256i *)(w[1] + i), x1);
+        _mm256_storeu_si256((__m256i *)(w[2] + i), x2);
+        _mm256_storeu_si256((__m256i *)(w[3] + i), x3);
+    }
+}
+#endif
+
+/* the words of blocks b0 .. b0 + nb - 1 by the code of isa (3, 2, 1: rng_level's) */
+RNG_INLINE void rng_words(u32 (*w)[RNG_CHUNK], u32 k0, u32 k1, u64 b0, u64 nb, int isa)
+{
+    if (isa == 3)
+        rng_words64(w, k0, k1, b0, nb);
+#ifdef RNG_X86
+    else if (isa == 2)
+        rng_words_avx2(w, k0, k1, b0, nb);
+#endif
+    else
+        rng_words32(w, k0, k1, b0, nb);
+}
+
 KERNEL void rng_uniform_f32(ITEM GLOBAL float *out, u64 n, u32 k0, u32 k1, u64 off, u64 start, float low, float span) {
     u64 b = start + GID;  /* the call's block; element of output r: first + r * 8 */
     u64 first = (b / 8) * 32 + b % 8;
@@ -83,10 +253,53 @@ KERNEL void rng_uniform_f32(ITEM GLOBAL float *out, u64 n, u32 k0, u32 k1, u64 o
     }
 }
 
+/* lane groups g0 .. g0 + ng - 1 of rng_uniform_f32, whole: blocks off + 8 g0 on */
+RNG_INLINE void rng_uniform_f32_groups(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float low, float span, int isa)
+{
+    u32 w_[4][RNG_CHUNK];
+    float r_[4][RNG_CHUNK];
+    for (u64 c = 0; c < ng; c += RNG_CHUNK / 8) {
+        u64 nb = (ng - c < RNG_CHUNK / 8 ? ng - c : RNG_CHUNK / 8) * 8;
+        rng_words(w_, k0, k1, off + (g0 + c) * 8, nb, isa);
+        for (u64 i = 0; i < nb; i++) {
+            u32 x0 = w_[0][i], x1 = w_[1][i], x2 = w_[2][i], x3 = w_[3][i];
+            r_[0][i] = ADD_f32(low, MUL_f32(span, MUL_f32((float)((i32)((x0 >> 8))), 5.960464477539063e-08f)));
+            r_[1][i] = ADD_f32(low, MUL_f32(span, MUL_f32((float)((i32)((x1 >> 8))), 5.960464477539063e-08f)));
+            r_[2][i] = ADD_f32(low, MUL_f32(span, MUL_f32((float)((i32)((x2 >> 8))), 5.960464477539063e-08f)));
+            r_[3][i] = ADD_f32(low, MUL_f32(span, MUL_f32((float)((i32)((x3 >> 8))), 5.960464477539063e-08f)));
+        }
+        for (u64 j = 0; j < nb / 8; j++) {
+            float *o = out + (g0 + c + j) * 32;
+            memcpy(o + 0, r_[0] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 8, r_[1] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 16, r_[2] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 24, r_[3] + 8 * j, sizeof r_[0][0] * 8);
+        }
+    }
+}
+#ifdef RNG_X86
+RNG_V4 static void rng_uniform_f32_groups_v4(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float low, float span) { rng_uniform_f32_groups(out, k0, k1, off, g0, ng, low, span, 3); }
+RNG_V3 static void rng_uniform_f32_groups_v3(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float low, float span) { rng_uniform_f32_groups(out, k0, k1, off, g0, ng, low, span, 2); }
+#endif
+static void rng_uniform_f32_groups_base(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float low, float span) { rng_uniform_f32_groups(out, k0, k1, off, g0, ng, low, span, 1); }
+
 static void run_rng_uniform_f32(const rng_value *a, u64 items)
 {
-    for (u64 g = 0; g < items; g++)
-        rng_uniform_f32(g, a[0].p, a[1].u, (u32)a[2].u, (u32)a[3].u, a[4].u, a[5].u, (float)a[6].f, (float)a[7].f);
+    float *out = a[0].p;
+    u64 n = a[1].u, off = a[4].u, start = a[5].u;
+    u32 k0 = (u32)a[2].u, k1 = (u32)a[3].u;
+    u64 gs = (start + 7) / 8, ge = (start + items) / 8;  /* whole groups */
+    if (ge > n / 32)
+        ge = n / 32;  /* ... and whole in the output */
+    int isa = rng_level >= 0 ? rng_level : rng_best();
+    if (gs >= ge || isa == 0)
+        gs = ge = (start + 7) / 8;  /* all by the scalar kernel */
+    else
+        RNG_RUN(isa, rng_uniform_f32_groups, (out, k0, k1, off, gs, ge - gs, (float)a[6].f, (float)a[7].f));
+    for (u64 g = 0; g < gs * 8 - start && g < items; g++)
+        rng_uniform_f32(g, out, n, k0, k1, off, start, (float)a[6].f, (float)a[7].f);
+    for (u64 g = ge * 8 - start; g < items; g++)
+        rng_uniform_f32(g, out, n, k0, k1, off, start, (float)a[6].f, (float)a[7].f);
 }
 
 KERNEL void rng_normal_f32(ITEM GLOBAL float *out, u64 n, u32 k0, u32 k1, u64 off, u64 start, float loc, float scale) {
@@ -181,10 +394,127 @@ KERNEL void rng_normal_f32(ITEM GLOBAL float *out, u64 n, u32 k0, u32 k1, u64 of
     }
 }
 
+/* lane groups g0 .. g0 + ng - 1 of rng_normal_f32, whole: blocks off + 8 g0 on */
+RNG_INLINE void rng_normal_f32_groups(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float loc, float scale, int isa)
+{
+    u32 w_[4][RNG_CHUNK];
+    float r_[4][RNG_CHUNK];
+    for (u64 c = 0; c < ng; c += RNG_CHUNK / 8) {
+        u64 nb = (ng - c < RNG_CHUNK / 8 ? ng - c : RNG_CHUNK / 8) * 8;
+        rng_words(w_, k0, k1, off + (g0 + c) * 8, nb, isa);
+        for (u64 i = 0; i < nb; i++) {
+            u32 x0 = w_[0][i], x1 = w_[1][i], x2 = w_[2][i], x3 = w_[3][i];
+            float u_x0 = MUL_f32((float)((i32)(((x0 >> 8)) | 1)), 5.960464477539063e-08f);
+            float u_x1 = MUL_f32((float)((i32)(((x2 >> 8)) | 1)), 5.960464477539063e-08f);
+            u32 b_x0 = BITS_f32(u_x0);
+            u32 b_x1 = BITS_f32(u_x1);
+            i32 e_x0 = (i32)(b_x0 >> 23) - 127;
+            i32 e_x1 = (i32)(b_x1 >> 23) - 127;
+            u32 mb_x0 = (b_x0 & (((u32)1 << 23) - 1)) | ((u32)127 << 23);
+            u32 mb_x1 = (b_x1 & (((u32)1 << 23) - 1)) | ((u32)127 << 23);
+            u32 big_x0 = (u32)(mb_x0 > (u32)1068827891u);
+            u32 big_x1 = (u32)(mb_x1 > (u32)1068827891u);
+            mb_x0 -= big_x0 << 23;
+            mb_x1 -= big_x1 << 23;
+            e_x0 += (i32)(big_x0);
+            e_x1 += (i32)(big_x1);
+            float m_x0 = FROM_f32(mb_x0);
+            float m_x1 = FROM_f32(mb_x1);
+            float f_x0 = SUB_f32(m_x0, 1.0f);
+            float f_x1 = SUB_f32(m_x1, 1.0f);
+            float d_x0 = ADD_f32(m_x0, 1.0f);
+            float d_x1 = ADD_f32(m_x1, 1.0f);
+            float y_x0 = SUB_f32(0.985061526298523f, MUL_f32(0.23901599645614624f, d_x0));
+            float y_x1 = SUB_f32(0.985061526298523f, MUL_f32(0.23901599645614624f, d_x1));
+            y_x0 = MUL_f32(y_x0, SUB_f32(2.0f, MUL_f32(d_x0, y_x0)));
+            y_x1 = MUL_f32(y_x1, SUB_f32(2.0f, MUL_f32(d_x1, y_x1)));
+            y_x0 = MUL_f32(y_x0, SUB_f32(2.0f, MUL_f32(d_x0, y_x0)));
+            y_x1 = MUL_f32(y_x1, SUB_f32(2.0f, MUL_f32(d_x1, y_x1)));
+            y_x0 = MUL_f32(y_x0, SUB_f32(2.0f, MUL_f32(d_x0, y_x0)));
+            y_x1 = MUL_f32(y_x1, SUB_f32(2.0f, MUL_f32(d_x1, y_x1)));
+            float sv_x0 = MUL_f32(f_x0, y_x0);
+            float sv_x1 = MUL_f32(f_x1, y_x1);
+            float z_x0 = MUL_f32(sv_x0, sv_x0);
+            float z_x1 = MUL_f32(sv_x1, sv_x1);
+            float lm_x0 = MUL_f32(sv_x0, ADD_f32(2.0f, MUL_f32(z_x0, ADD_f32(0.6666666865348816f, MUL_f32(z_x0, ADD_f32(0.4000000059604645f, MUL_f32(z_x0, ADD_f32(0.2857142984867096f, MUL_f32(z_x0, 0.2222222238779068f)))))))));
+            float lm_x1 = MUL_f32(sv_x1, ADD_f32(2.0f, MUL_f32(z_x1, ADD_f32(0.6666666865348816f, MUL_f32(z_x1, ADD_f32(0.4000000059604645f, MUL_f32(z_x1, ADD_f32(0.2857142984867096f, MUL_f32(z_x1, 0.2222222238779068f)))))))));
+            float fe_x0 = (float)(e_x0);
+            float fe_x1 = (float)(e_x1);
+            float lg_x0 = ADD_f32(MUL_f32(fe_x0, 0.693145751953125f), ADD_f32(MUL_f32(fe_x0, 1.428606765330187e-06f), lm_x0));
+            float lg_x1 = ADD_f32(MUL_f32(fe_x1, 0.693145751953125f), ADD_f32(MUL_f32(fe_x1, 1.428606765330187e-06f), lm_x1));
+            float r2_x0 = MUL_f32(-2.0f, lg_x0);
+            float r2_x1 = MUL_f32(-2.0f, lg_x1);
+            float ry_x0 = FROM_f32((u32)1597463007u - (BITS_f32(r2_x0) >> 1));
+            float ry_x1 = FROM_f32((u32)1597463007u - (BITS_f32(r2_x1) >> 1));
+            float hx_x0 = MUL_f32(0.5f, r2_x0);
+            float hx_x1 = MUL_f32(0.5f, r2_x1);
+            ry_x0 = MUL_f32(ry_x0, SUB_f32(1.5f, MUL_f32(hx_x0, MUL_f32(ry_x0, ry_x0))));
+            ry_x1 = MUL_f32(ry_x1, SUB_f32(1.5f, MUL_f32(hx_x1, MUL_f32(ry_x1, ry_x1))));
+            ry_x0 = MUL_f32(ry_x0, SUB_f32(1.5f, MUL_f32(hx_x0, MUL_f32(ry_x0, ry_x0))));
+            ry_x1 = MUL_f32(ry_x1, SUB_f32(1.5f, MUL_f32(hx_x1, MUL_f32(ry_x1, ry_x1))));
+            ry_x0 = MUL_f32(ry_x0, SUB_f32(1.5f, MUL_f32(hx_x0, MUL_f32(ry_x0, ry_x0))));
+            ry_x1 = MUL_f32(ry_x1, SUB_f32(1.5f, MUL_f32(hx_x1, MUL_f32(ry_x1, ry_x1))));
+            float sq_x0 = MUL_f32(r2_x0, ry_x0);
+            float sq_x1 = MUL_f32(r2_x1, ry_x1);
+            u32 ka_x0 = (x1 >> 8);
+            u32 ka_x1 = (x3 >> 8);
+            u32 j_x0 = (ka_x0 + ((u32)1 << 21)) >> 22;  /* quarter turns */
+            u32 j_x1 = (ka_x1 + ((u32)1 << 21)) >> 22;  /* quarter turns */
+            float fa_x0 = MUL_f32((float)((i32)(ka_x0) - (i32)(j_x0 << 22)), 5.960464477539063e-08f);
+            float fa_x1 = MUL_f32((float)((i32)(ka_x1) - (i32)(j_x1 << 22)), 5.960464477539063e-08f);
+            u32 q_x0 = j_x0 & 3;
+            u32 q_x1 = j_x1 & 3;
+            float za_x0 = MUL_f32(fa_x0, fa_x0);
+            float za_x1 = MUL_f32(fa_x1, fa_x1);
+            float s_x0 = MUL_f32(fa_x0, ADD_f32(6.2831854820251465f, MUL_f32(za_x0, ADD_f32(-41.34170150756836f, MUL_f32(za_x0, ADD_f32(81.6052474975586f, MUL_f32(za_x0, ADD_f32(-76.70585632324219f, MUL_f32(za_x0, 42.058692932128906f)))))))));
+            float s_x1 = MUL_f32(fa_x1, ADD_f32(6.2831854820251465f, MUL_f32(za_x1, ADD_f32(-41.34170150756836f, MUL_f32(za_x1, ADD_f32(81.6052474975586f, MUL_f32(za_x1, ADD_f32(-76.70585632324219f, MUL_f32(za_x1, 42.058692932128906f)))))))));
+            float c_x0 = ADD_f32(1.0f, MUL_f32(za_x0, ADD_f32(-19.739208221435547f, MUL_f32(za_x0, ADD_f32(64.93939208984375f, MUL_f32(za_x0, ADD_f32(-85.45681762695312f, MUL_f32(za_x0, ADD_f32(60.2446403503418f, MUL_f32(za_x0, -26.42625617980957f))))))))));
+            float c_x1 = ADD_f32(1.0f, MUL_f32(za_x1, ADD_f32(-19.739208221435547f, MUL_f32(za_x1, ADD_f32(64.93939208984375f, MUL_f32(za_x1, ADD_f32(-85.45681762695312f, MUL_f32(za_x1, ADD_f32(60.2446403503418f, MUL_f32(za_x1, -26.42625617980957f))))))))));
+            float cq_x0 = (((q_x0 & 1) != 0) ? s_x0 : c_x0);
+            float cq_x1 = (((q_x1 & 1) != 0) ? s_x1 : c_x1);
+            float sn_x0 = (((q_x0 & 1) != 0) ? c_x0 : s_x0);
+            float sn_x1 = (((q_x1 & 1) != 0) ? c_x1 : s_x1);
+            float z_x0_0 = MUL_f32(sq_x0, (((q_x0 == 1) | (q_x0 == 2)) ? -cq_x0 : cq_x0));
+            float z_x1_0 = MUL_f32(sq_x1, (((q_x1 == 1) | (q_x1 == 2)) ? -cq_x1 : cq_x1));
+            float z_x0_1 = MUL_f32(sq_x0, ((q_x0 >= 2) ? -sn_x0 : sn_x0));
+            float z_x1_1 = MUL_f32(sq_x1, ((q_x1 >= 2) ? -sn_x1 : sn_x1));
+            r_[0][i] = ADD_f32(loc, MUL_f32(scale, z_x0_0));
+            r_[1][i] = ADD_f32(loc, MUL_f32(scale, z_x0_1));
+            r_[2][i] = ADD_f32(loc, MUL_f32(scale, z_x1_0));
+            r_[3][i] = ADD_f32(loc, MUL_f32(scale, z_x1_1));
+        }
+        for (u64 j = 0; j < nb / 8; j++) {
+            float *o = out + (g0 + c + j) * 32;
+            memcpy(o + 0, r_[0] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 8, r_[1] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 16, r_[2] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 24, r_[3] + 8 * j, sizeof r_[0][0] * 8);
+        }
+    }
+}
+#ifdef RNG_X86
+RNG_V4 static void rng_normal_f32_groups_v4(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float loc, float scale) { rng_normal_f32_groups(out, k0, k1, off, g0, ng, loc, scale, 3); }
+RNG_V3 static void rng_normal_f32_groups_v3(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float loc, float scale) { rng_normal_f32_groups(out, k0, k1, off, g0, ng, loc, scale, 2); }
+#endif
+static void rng_normal_f32_groups_base(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float loc, float scale) { rng_normal_f32_groups(out, k0, k1, off, g0, ng, loc, scale, 1); }
+
 static void run_rng_normal_f32(const rng_value *a, u64 items)
 {
-    for (u64 g = 0; g < items; g++)
-        rng_normal_f32(g, a[0].p, a[1].u, (u32)a[2].u, (u32)a[3].u, a[4].u, a[5].u, (float)a[6].f, (float)a[7].f);
+    float *out = a[0].p;
+    u64 n = a[1].u, off = a[4].u, start = a[5].u;
+    u32 k0 = (u32)a[2].u, k1 = (u32)a[3].u;
+    u64 gs = (start + 7) / 8, ge = (start + items) / 8;  /* whole groups */
+    if (ge > n / 32)
+        ge = n / 32;  /* ... and whole in the output */
+    int isa = rng_level >= 0 ? rng_level : rng_best();
+    if (gs >= ge || isa == 0)
+        gs = ge = (start + 7) / 8;  /* all by the scalar kernel */
+    else
+        RNG_RUN(isa, rng_normal_f32_groups, (out, k0, k1, off, gs, ge - gs, (float)a[6].f, (float)a[7].f));
+    for (u64 g = 0; g < gs * 8 - start && g < items; g++)
+        rng_normal_f32(g, out, n, k0, k1, off, start, (float)a[6].f, (float)a[7].f);
+    for (u64 g = ge * 8 - start; g < items; g++)
+        rng_normal_f32(g, out, n, k0, k1, off, start, (float)a[6].f, (float)a[7].f);
 }
 
 KERNEL void rng_exponential_f32(ITEM GLOBAL float *out, u64 n, u32 k0, u32 k1, u64 off, u64 start, float scale) {
@@ -285,10 +615,133 @@ KERNEL void rng_exponential_f32(ITEM GLOBAL float *out, u64 n, u32 k0, u32 k1, u
     }
 }
 
+/* lane groups g0 .. g0 + ng - 1 of rng_exponential_f32, whole: blocks off + 8 g0 on */
+RNG_INLINE void rng_exponential_f32_groups(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float scale, int isa)
+{
+    u32 w_[4][RNG_CHUNK];
+    float r_[4][RNG_CHUNK];
+    for (u64 c = 0; c < ng; c += RNG_CHUNK / 8) {
+        u64 nb = (ng - c < RNG_CHUNK / 8 ? ng - c : RNG_CHUNK / 8) * 8;
+        rng_words(w_, k0, k1, off + (g0 + c) * 8, nb, isa);
+        for (u64 i = 0; i < nb; i++) {
+            u32 x0 = w_[0][i], x1 = w_[1][i], x2 = w_[2][i], x3 = w_[3][i];
+            float u_x0 = MUL_f32((float)((i32)(((x0 >> 8)) | 1)), 5.960464477539063e-08f);
+            float u_x1 = MUL_f32((float)((i32)(((x1 >> 8)) | 1)), 5.960464477539063e-08f);
+            float u_x2 = MUL_f32((float)((i32)(((x2 >> 8)) | 1)), 5.960464477539063e-08f);
+            float u_x3 = MUL_f32((float)((i32)(((x3 >> 8)) | 1)), 5.960464477539063e-08f);
+            u32 b_x0 = BITS_f32(u_x0);
+            u32 b_x1 = BITS_f32(u_x1);
+            u32 b_x2 = BITS_f32(u_x2);
+            u32 b_x3 = BITS_f32(u_x3);
+            i32 e_x0 = (i32)(b_x0 >> 23) - 127;
+            i32 e_x1 = (i32)(b_x1 >> 23) - 127;
+            i32 e_x2 = (i32)(b_x2 >> 23) - 127;
+            i32 e_x3 = (i32)(b_x3 >> 23) - 127;
+            u32 mb_x0 = (b_x0 & (((u32)1 << 23) - 1)) | ((u32)127 << 23);
+            u32 mb_x1 = (b_x1 & (((u32)1 << 23) - 1)) | ((u32)127 << 23);
+            u32 mb_x2 = (b_x2 & (((u32)1 << 23) - 1)) | ((u32)127 << 23);
+            u32 mb_x3 = (b_x3 & (((u32)1 << 23) - 1)) | ((u32)127 << 23);
+            u32 big_x0 = (u32)(mb_x0 > (u32)1068827891u);
+            u32 big_x1 = (u32)(mb_x1 > (u32)1068827891u);
+            u32 big_x2 = (u32)(mb_x2 > (u32)1068827891u);
+            u32 big_x3 = (u32)(mb_x3 > (u32)1068827891u);
+            mb_x0 -= big_x0 << 23;
+            mb_x1 -= big_x1 << 23;
+            mb_x2 -= big_x2 << 23;
+            mb_x3 -= big_x3 << 23;
+            e_x0 += (i32)(big_x0);
+            e_x1 += (i32)(big_x1);
+            e_x2 += (i32)(big_x2);
+            e_x3 += (i32)(big_x3);
+            float m_x0 = FROM_f32(mb_x0);
+            float m_x1 = FROM_f32(mb_x1);
+            float m_x2 = FROM_f32(mb_x2);
+            float m_x3 = FROM_f32(mb_x3);
+            float f_x0 = SUB_f32(m_x0, 1.0f);
+            float f_x1 = SUB_f32(m_x1, 1.0f);
+            float f_x2 = SUB_f32(m_x2, 1.0f);
+            float f_x3 = SUB_f32(m_x3, 1.0f);
+            float d_x0 = ADD_f32(m_x0, 1.0f);
+            float d_x1 = ADD_f32(m_x1, 1.0f);
+            float d_x2 = ADD_f32(m_x2, 1.0f);
+            float d_x3 = ADD_f32(m_x3, 1.0f);
+            float y_x0 = SUB_f32(0.985061526298523f, MUL_f32(0.23901599645614624f, d_x0));
+            float y_x1 = SUB_f32(0.985061526298523f, MUL_f32(0.23901599645614624f, d_x1));
+            float y_x2 = SUB_f32(0.985061526298523f, MUL_f32(0.23901599645614624f, d_x2));
+            float y_x3 = SUB_f32(0.985061526298523f, MUL_f32(0.23901599645614624f, d_x3));
+            y_x0 = MUL_f32(y_x0, SUB_f32(2.0f, MUL_f32(d_x0, y_x0)));
+            y_x1 = MUL_f32(y_x1, SUB_f32(2.0f, MUL_f32(d_x1, y_x1)));
+            y_x2 = MUL_f32(y_x2, SUB_f32(2.0f, MUL_f32(d_x2, y_x2)));
+            y_x3 = MUL_f32(y_x3, SUB_f32(2.0f, MUL_f32(d_x3, y_x3)));
+            y_x0 = MUL_f32(y_x0, SUB_f32(2.0f, MUL_f32(d_x0, y_x0)));
+            y_x1 = MUL_f32(y_x1, SUB_f32(2.0f, MUL_f32(d_x1, y_x1)));
+            y_x2 = MUL_f32(y_x2, SUB_f32(2.0f, MUL_f32(d_x2, y_x2)));
+            y_x3 = MUL_f32(y_x3, SUB_f32(2.0f, MUL_f32(d_x3, y_x3)));
+            y_x0 = MUL_f32(y_x0, SUB_f32(2.0f, MUL_f32(d_x0, y_x0)));
+            y_x1 = MUL_f32(y_x1, SUB_f32(2.0f, MUL_f32(d_x1, y_x1)));
+            y_x2 = MUL_f32(y_x2, SUB_f32(2.0f, MUL_f32(d_x2, y_x2)));
+            y_x3 = MUL_f32(y_x3, SUB_f32(2.0f, MUL_f32(d_x3, y_x3)));
+            float sv_x0 = MUL_f32(f_x0, y_x0);
+            float sv_x1 = MUL_f32(f_x1, y_x1);
+            float sv_x2 = MUL_f32(f_x2, y_x2);
+            float sv_x3 = MUL_f32(f_x3, y_x3);
+            float z_x0 = MUL_f32(sv_x0, sv_x0);
+            float z_x1 = MUL_f32(sv_x1, sv_x1);
+            float z_x2 = MUL_f32(sv_x2, sv_x2);
+            float z_x3 = MUL_f32(sv_x3, sv_x3);
+            float lm_x0 = MUL_f32(sv_x0, ADD_f32(2.0f, MUL_f32(z_x0, ADD_f32(0.6666666865348816f, MUL_f32(z_x0, ADD_f32(0.4000000059604645f, MUL_f32(z_x0, ADD_f32(0.2857142984867096f, MUL_f32(z_x0, 0.2222222238779068f)))))))));
+            float lm_x1 = MUL_f32(sv_x1, ADD_f32(2.0f, MUL_f32(z_x1, ADD_f32(0.6666666865348816f, MUL_f32(z_x1, ADD_f32(0.4000000059604645f, MUL_f32(z_x1, ADD_f32(0.2857142984867096f, MUL_f32(z_x1, 0.2222222238779068f)))))))));
+            float lm_x2 = MUL_f32(sv_x2, ADD_f32(2.0f, MUL_f32(z_x2, ADD_f32(0.6666666865348816f, MUL_f32(z_x2, ADD_f32(0.4000000059604645f, MUL_f32(z_x2, ADD_f32(0.2857142984867096f, MUL_f32(z_x2, 0.2222222238779068f)))))))));
+            float lm_x3 = MUL_f32(sv_x3, ADD_f32(2.0f, MUL_f32(z_x3, ADD_f32(0.6666666865348816f, MUL_f32(z_x3, ADD_f32(0.4000000059604645f, MUL_f32(z_x3, ADD_f32(0.2857142984867096f, MUL_f32(z_x3, 0.2222222238779068f)))))))));
+            float fe_x0 = (float)(e_x0);
+            float fe_x1 = (float)(e_x1);
+            float fe_x2 = (float)(e_x2);
+            float fe_x3 = (float)(e_x3);
+            float lg_x0 = ADD_f32(MUL_f32(fe_x0, 0.693145751953125f), ADD_f32(MUL_f32(fe_x0, 1.428606765330187e-06f), lm_x0));
+            float lg_x1 = ADD_f32(MUL_f32(fe_x1, 0.693145751953125f), ADD_f32(MUL_f32(fe_x1, 1.428606765330187e-06f), lm_x1));
+            float lg_x2 = ADD_f32(MUL_f32(fe_x2, 0.693145751953125f), ADD_f32(MUL_f32(fe_x2, 1.428606765330187e-06f), lm_x2));
+            float lg_x3 = ADD_f32(MUL_f32(fe_x3, 0.693145751953125f), ADD_f32(MUL_f32(fe_x3, 1.428606765330187e-06f), lm_x3));
+            float ex_x0 = -lg_x0;
+            float ex_x1 = -lg_x1;
+            float ex_x2 = -lg_x2;
+            float ex_x3 = -lg_x3;
+            r_[0][i] = MUL_f32(scale, ex_x0);
+            r_[1][i] = MUL_f32(scale, ex_x1);
+            r_[2][i] = MUL_f32(scale, ex_x2);
+            r_[3][i] = MUL_f32(scale, ex_x3);
+        }
+        for (u64 j = 0; j < nb / 8; j++) {
+            float *o = out + (g0 + c + j) * 32;
+            memcpy(o + 0, r_[0] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 8, r_[1] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 16, r_[2] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 24, r_[3] + 8 * j, sizeof r_[0][0] * 8);
+        }
+    }
+}
+#ifdef RNG_X86
+RNG_V4 static void rng_exponential_f32_groups_v4(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float scale) { rng_exponential_f32_groups(out, k0, k1, off, g0, ng, scale, 3); }
+RNG_V3 static void rng_exponential_f32_groups_v3(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float scale) { rng_exponential_f32_groups(out, k0, k1, off, g0, ng, scale, 2); }
+#endif
+static void rng_exponential_f32_groups_base(float *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, float scale) { rng_exponential_f32_groups(out, k0, k1, off, g0, ng, scale, 1); }
+
 static void run_rng_exponential_f32(const rng_value *a, u64 items)
 {
-    for (u64 g = 0; g < items; g++)
-        rng_exponential_f32(g, a[0].p, a[1].u, (u32)a[2].u, (u32)a[3].u, a[4].u, a[5].u, (float)a[6].f);
+    float *out = a[0].p;
+    u64 n = a[1].u, off = a[4].u, start = a[5].u;
+    u32 k0 = (u32)a[2].u, k1 = (u32)a[3].u;
+    u64 gs = (start + 7) / 8, ge = (start + items) / 8;  /* whole groups */
+    if (ge > n / 32)
+        ge = n / 32;  /* ... and whole in the output */
+    int isa = rng_level >= 0 ? rng_level : rng_best();
+    if (gs >= ge || isa == 0)
+        gs = ge = (start + 7) / 8;  /* all by the scalar kernel */
+    else
+        RNG_RUN(isa, rng_exponential_f32_groups, (out, k0, k1, off, gs, ge - gs, (float)a[6].f));
+    for (u64 g = 0; g < gs * 8 - start && g < items; g++)
+        rng_exponential_f32(g, out, n, k0, k1, off, start, (float)a[6].f);
+    for (u64 g = ge * 8 - start; g < items; g++)
+        rng_exponential_f32(g, out, n, k0, k1, off, start, (float)a[6].f);
 }
 
 KERNEL void rng_uniform_f64(ITEM GLOBAL double *out, u64 n, u32 k0, u32 k1, u64 off, u64 start, double low, double span) {
@@ -305,10 +758,49 @@ KERNEL void rng_uniform_f64(ITEM GLOBAL double *out, u64 n, u32 k0, u32 k1, u64 
     }
 }
 
+/* lane groups g0 .. g0 + ng - 1 of rng_uniform_f64, whole: blocks off + 8 g0 on */
+RNG_INLINE void rng_uniform_f64_groups(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double low, double span, int isa)
+{
+    u32 w_[4][RNG_CHUNK];
+    double r_[2][RNG_CHUNK];
+    for (u64 c = 0; c < ng; c += RNG_CHUNK / 8) {
+        u64 nb = (ng - c < RNG_CHUNK / 8 ? ng - c : RNG_CHUNK / 8) * 8;
+        rng_words(w_, k0, k1, off + (g0 + c) * 8, nb, isa);
+        for (u64 i = 0; i < nb; i++) {
+            u32 x0 = w_[0][i], x1 = w_[1][i], x2 = w_[2][i], x3 = w_[3][i];
+            r_[0][i] = ADD_f64(low, MUL_f64(span, MUL_f64(rng_i2d((i64)(((((u64)x0) | ((u64)x1 << 32)) >> 11)), isa != 2), 1.1102230246251565e-16)));
+            r_[1][i] = ADD_f64(low, MUL_f64(span, MUL_f64(rng_i2d((i64)(((((u64)x2) | ((u64)x3 << 32)) >> 11)), isa != 2), 1.1102230246251565e-16)));
+        }
+        for (u64 j = 0; j < nb / 8; j++) {
+            double *o = out + (g0 + c + j) * 16;
+            memcpy(o + 0, r_[0] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 8, r_[1] + 8 * j, sizeof r_[0][0] * 8);
+        }
+    }
+}
+#ifdef RNG_X86
+RNG_V4 static void rng_uniform_f64_groups_v4(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double low, double span) { rng_uniform_f64_groups(out, k0, k1, off, g0, ng, low, span, 3); }
+RNG_V3 static void rng_uniform_f64_groups_v3(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double low, double span) { rng_uniform_f64_groups(out, k0, k1, off, g0, ng, low, span, 2); }
+#endif
+static void rng_uniform_f64_groups_base(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double low, double span) { rng_uniform_f64_groups(out, k0, k1, off, g0, ng, low, span, 1); }
+
 static void run_rng_uniform_f64(const rng_value *a, u64 items)
 {
-    for (u64 g = 0; g < items; g++)
-        rng_uniform_f64(g, a[0].p, a[1].u, (u32)a[2].u, (u32)a[3].u, a[4].u, a[5].u, a[6].f, a[7].f);
+    double *out = a[0].p;
+    u64 n = a[1].u, off = a[4].u, start = a[5].u;
+    u32 k0 = (u32)a[2].u, k1 = (u32)a[3].u;
+    u64 gs = (start + 7) / 8, ge = (start + items) / 8;  /* whole groups */
+    if (ge > n / 16)
+        ge = n / 16;  /* ... and whole in the output */
+    int isa = rng_level >= 0 ? rng_level : rng_best();
+    if (gs >= ge || isa == 0)
+        gs = ge = (start + 7) / 8;  /* all by the scalar kernel */
+    else
+        RNG_RUN(isa, rng_uniform_f64_groups, (out, k0, k1, off, gs, ge - gs, a[6].f, a[7].f));
+    for (u64 g = 0; g < gs * 8 - start && g < items; g++)
+        rng_uniform_f64(g, out, n, k0, k1, off, start, a[6].f, a[7].f);
+    for (u64 g = ge * 8 - start; g < items; g++)
+        rng_uniform_f64(g, out, n, k0, k1, off, start, a[6].f, a[7].f);
 }
 
 KERNEL void rng_normal_f64(ITEM GLOBAL double *out, u64 n, u32 k0, u32 k1, u64 off, u64 start, double loc, double scale) {
@@ -364,10 +856,88 @@ KERNEL void rng_normal_f64(ITEM GLOBAL double *out, u64 n, u32 k0, u32 k1, u64 o
     }
 }
 
+/* lane groups g0 .. g0 + ng - 1 of rng_normal_f64, whole: blocks off + 8 g0 on */
+RNG_INLINE void rng_normal_f64_groups(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double loc, double scale, int isa)
+{
+    u32 w_[4][RNG_CHUNK];
+    double r_[2][RNG_CHUNK];
+    for (u64 c = 0; c < ng; c += RNG_CHUNK / 8) {
+        u64 nb = (ng - c < RNG_CHUNK / 8 ? ng - c : RNG_CHUNK / 8) * 8;
+        rng_words(w_, k0, k1, off + (g0 + c) * 8, nb, isa);
+        for (u64 i = 0; i < nb; i++) {
+            u32 x0 = w_[0][i], x1 = w_[1][i], x2 = w_[2][i], x3 = w_[3][i];
+            double u_x0 = MUL_f64(rng_i2d((i64)((((((u64)x0) | ((u64)x1 << 32)) >> 11)) | 1), isa != 2), 1.1102230246251565e-16);
+            u64 b_x0 = BITS_f64(u_x0);
+            i64 e_x0 = (i64)(b_x0 >> 52) - 1023;
+            u64 mb_x0 = (b_x0 & (((u64)1 << 52) - 1)) | ((u64)1023 << 52);
+            u64 big_x0 = (u64)(mb_x0 > (u64)4609047870845172685u);
+            mb_x0 -= big_x0 << 52;
+            e_x0 += (i64)(big_x0);
+            double m_x0 = FROM_f64(mb_x0);
+            double f_x0 = SUB_f64(m_x0, 1.0);
+            double d_x0 = ADD_f64(m_x0, 1.0);
+            double y_x0 = SUB_f64(0.9850615000483447, MUL_f64(0.23901599922648414, d_x0));
+            y_x0 = MUL_f64(y_x0, SUB_f64(2.0, MUL_f64(d_x0, y_x0)));
+            y_x0 = MUL_f64(y_x0, SUB_f64(2.0, MUL_f64(d_x0, y_x0)));
+            y_x0 = MUL_f64(y_x0, SUB_f64(2.0, MUL_f64(d_x0, y_x0)));
+            y_x0 = MUL_f64(y_x0, SUB_f64(2.0, MUL_f64(d_x0, y_x0)));
+            double sv_x0 = MUL_f64(f_x0, y_x0);
+            double z_x0 = MUL_f64(sv_x0, sv_x0);
+            double lm_x0 = MUL_f64(sv_x0, ADD_f64(2.0, MUL_f64(z_x0, ADD_f64(0.6666666666666666, MUL_f64(z_x0, ADD_f64(0.4, MUL_f64(z_x0, ADD_f64(0.2857142857142857, MUL_f64(z_x0, ADD_f64(0.2222222222222222, MUL_f64(z_x0, ADD_f64(0.18181818181818182, MUL_f64(z_x0, ADD_f64(0.15384615384615385, MUL_f64(z_x0, ADD_f64(0.13333333333333333, MUL_f64(z_x0, ADD_f64(0.11764705882352941, MUL_f64(z_x0, ADD_f64(0.10526315789473684, MUL_f64(z_x0, 0.09523809523809523)))))))))))))))))))));
+            double fe_x0 = rng_i2d(e_x0, isa != 2);
+            double lg_x0 = ADD_f64(MUL_f64(fe_x0, 0.6931471806019545), ADD_f64(MUL_f64(fe_x0, -4.2009150726810846e-11), lm_x0));
+            double r2_x0 = MUL_f64(-2.0, lg_x0);
+            double ry_x0 = FROM_f64((u64)6910469410427058089u - (BITS_f64(r2_x0) >> 1));
+            double hx_x0 = MUL_f64(0.5, r2_x0);
+            ry_x0 = MUL_f64(ry_x0, SUB_f64(1.5, MUL_f64(hx_x0, MUL_f64(ry_x0, ry_x0))));
+            ry_x0 = MUL_f64(ry_x0, SUB_f64(1.5, MUL_f64(hx_x0, MUL_f64(ry_x0, ry_x0))));
+            ry_x0 = MUL_f64(ry_x0, SUB_f64(1.5, MUL_f64(hx_x0, MUL_f64(ry_x0, ry_x0))));
+            ry_x0 = MUL_f64(ry_x0, SUB_f64(1.5, MUL_f64(hx_x0, MUL_f64(ry_x0, ry_x0))));
+            double sq_x0 = MUL_f64(r2_x0, ry_x0);
+            u64 ka_x0 = ((((u64)x2) | ((u64)x3 << 32)) >> 11);
+            u64 j_x0 = (ka_x0 + ((u64)1 << 50)) >> 51;  /* quarter turns */
+            double fa_x0 = MUL_f64(rng_i2d((i64)(ka_x0) - (i64)(j_x0 << 51), isa != 2), 1.1102230246251565e-16);
+            u64 q_x0 = j_x0 & 3;
+            double za_x0 = MUL_f64(fa_x0, fa_x0);
+            double s_x0 = MUL_f64(fa_x0, ADD_f64(6.283185307179586, MUL_f64(za_x0, ADD_f64(-41.34170224039976, MUL_f64(za_x0, ADD_f64(81.60524927607506, MUL_f64(za_x0, ADD_f64(-76.70585975306139, MUL_f64(za_x0, ADD_f64(42.058693944897655, MUL_f64(za_x0, ADD_f64(-15.09464257682299, MUL_f64(za_x0, ADD_f64(3.819952584848282, MUL_f64(za_x0, ADD_f64(-0.7181223017785006, MUL_f64(za_x0, 0.10422916220813984)))))))))))))))));
+            double c_x0 = ADD_f64(1.0, MUL_f64(za_x0, ADD_f64(-19.739208802178716, MUL_f64(za_x0, ADD_f64(64.9393940226683, MUL_f64(za_x0, ADD_f64(-85.45681720669373, MUL_f64(za_x0, ADD_f64(60.24464137187666, MUL_f64(za_x0, ADD_f64(-26.4262567833744, MUL_f64(za_x0, ADD_f64(7.903536371318469, MUL_f64(za_x0, ADD_f64(-1.714390711088672, MUL_f64(za_x0, ADD_f64(0.28200596845579123, MUL_f64(za_x0, -0.03638284114254567))))))))))))))))));
+            double cq_x0 = (((q_x0 & 1) != 0) ? s_x0 : c_x0);
+            double sn_x0 = (((q_x0 & 1) != 0) ? c_x0 : s_x0);
+            double z_x0_0 = MUL_f64(sq_x0, (((q_x0 == 1) | (q_x0 == 2)) ? -cq_x0 : cq_x0));
+            double z_x0_1 = MUL_f64(sq_x0, ((q_x0 >= 2) ? -sn_x0 : sn_x0));
+            r_[0][i] = ADD_f64(loc, MUL_f64(scale, z_x0_0));
+            r_[1][i] = ADD_f64(loc, MUL_f64(scale, z_x0_1));
+        }
+        for (u64 j = 0; j < nb / 8; j++) {
+            double *o = out + (g0 + c + j) * 16;
+            memcpy(o + 0, r_[0] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 8, r_[1] + 8 * j, sizeof r_[0][0] * 8);
+        }
+    }
+}
+#ifdef RNG_X86
+RNG_V4 static void rng_normal_f64_groups_v4(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double loc, double scale) { rng_normal_f64_groups(out, k0, k1, off, g0, ng, loc, scale, 3); }
+RNG_V3 static void rng_normal_f64_groups_v3(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double loc, double scale) { rng_normal_f64_groups(out, k0, k1, off, g0, ng, loc, scale, 2); }
+#endif
+static void rng_normal_f64_groups_base(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double loc, double scale) { rng_normal_f64_groups(out, k0, k1, off, g0, ng, loc, scale, 1); }
+
 static void run_rng_normal_f64(const rng_value *a, u64 items)
 {
-    for (u64 g = 0; g < items; g++)
-        rng_normal_f64(g, a[0].p, a[1].u, (u32)a[2].u, (u32)a[3].u, a[4].u, a[5].u, a[6].f, a[7].f);
+    double *out = a[0].p;
+    u64 n = a[1].u, off = a[4].u, start = a[5].u;
+    u32 k0 = (u32)a[2].u, k1 = (u32)a[3].u;
+    u64 gs = (start + 7) / 8, ge = (start + items) / 8;  /* whole groups */
+    if (ge > n / 16)
+        ge = n / 16;  /* ... and whole in the output */
+    int isa = rng_level >= 0 ? rng_level : rng_best();
+    if (gs >= ge || isa == 0)
+        gs = ge = (start + 7) / 8;  /* all by the scalar kernel */
+    else
+        RNG_RUN(isa, rng_normal_f64_groups, (out, k0, k1, off, gs, ge - gs, a[6].f, a[7].f));
+    for (u64 g = 0; g < gs * 8 - start && g < items; g++)
+        rng_normal_f64(g, out, n, k0, k1, off, start, a[6].f, a[7].f);
+    for (u64 g = ge * 8 - start; g < items; g++)
+        rng_normal_f64(g, out, n, k0, k1, off, start, a[6].f, a[7].f);
 }
 
 KERNEL void rng_exponential_f64(ITEM GLOBAL double *out, u64 n, u32 k0, u32 k1, u64 off, u64 start, double scale) {
@@ -426,10 +996,91 @@ KERNEL void rng_exponential_f64(ITEM GLOBAL double *out, u64 n, u32 k0, u32 k1, 
     }
 }
 
+/* lane groups g0 .. g0 + ng - 1 of rng_exponential_f64, whole: blocks off + 8 g0 on */
+RNG_INLINE void rng_exponential_f64_groups(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double scale, int isa)
+{
+    u32 w_[4][RNG_CHUNK];
+    double r_[2][RNG_CHUNK];
+    for (u64 c = 0; c < ng; c += RNG_CHUNK / 8) {
+        u64 nb = (ng - c < RNG_CHUNK / 8 ? ng - c : RNG_CHUNK / 8) * 8;
+        rng_words(w_, k0, k1, off + (g0 + c) * 8, nb, isa);
+        for (u64 i = 0; i < nb; i++) {
+            u32 x0 = w_[0][i], x1 = w_[1][i], x2 = w_[2][i], x3 = w_[3][i];
+            double u_x0 = MUL_f64(rng_i2d((i64)((((((u64)x0) | ((u64)x1 << 32)) >> 11)) | 1), isa != 2), 1.1102230246251565e-16);
+            double u_x1 = MUL_f64(rng_i2d((i64)((((((u64)x2) | ((u64)x3 << 32)) >> 11)) | 1), isa != 2), 1.1102230246251565e-16);
+            u64 b_x0 = BITS_f64(u_x0);
+            u64 b_x1 = BITS_f64(u_x1);
+            i64 e_x0 = (i64)(b_x0 >> 52) - 1023;
+            i64 e_x1 = (i64)(b_x1 >> 52) - 1023;
+            u64 mb_x0 = (b_x0 & (((u64)1 << 52) - 1)) | ((u64)1023 << 52);
+            u64 mb_x1 = (b_x1 & (((u64)1 << 52) - 1)) | ((u64)1023 << 52);
+            u64 big_x0 = (u64)(mb_x0 > (u64)4609047870845172685u);
+            u64 big_x1 = (u64)(mb_x1 > (u64)4609047870845172685u);
+            mb_x0 -= big_x0 << 52;
+            mb_x1 -= big_x1 << 52;
+            e_x0 += (i64)(big_x0);
+            e_x1 += (i64)(big_x1);
+            double m_x0 = FROM_f64(mb_x0);
+            double m_x1 = FROM_f64(mb_x1);
+            double f_x0 = SUB_f64(m_x0, 1.0);
+            double f_x1 = SUB_f64(m_x1, 1.0);
+            double d_x0 = ADD_f64(m_x0, 1.0);
+            double d_x1 = ADD_f64(m_x1, 1.0);
+            double y_x0 = SUB_f64(0.9850615000483447, MUL_f64(0.23901599922648414, d_x0));
+            double y_x1 = SUB_f64(0.9850615000483447, MUL_f64(0.23901599922648414, d_x1));
+            y_x0 = MUL_f64(y_x0, SUB_f64(2.0, MUL_f64(d_x0, y_x0)));
+            y_x1 = MUL_f64(y_x1, SUB_f64(2.0, MUL_f64(d_x1, y_x1)));
+            y_x0 = MUL_f64(y_x0, SUB_f64(2.0, MUL_f64(d_x0, y_x0)));
+            y_x1 = MUL_f64(y_x1, SUB_f64(2.0, MUL_f64(d_x1, y_x1)));
+            y_x0 = MUL_f64(y_x0, SUB_f64(2.0, MUL_f64(d_x0, y_x0)));
+            y_x1 = MUL_f64(y_x1, SUB_f64(2.0, MUL_f64(d_x1, y_x1)));
+            y_x0 = MUL_f64(y_x0, SUB_f64(2.0, MUL_f64(d_x0, y_x0)));
+            y_x1 = MUL_f64(y_x1, SUB_f64(2.0, MUL_f64(d_x1, y_x1)));
+            double sv_x0 = MUL_f64(f_x0, y_x0);
+            double sv_x1 = MUL_f64(f_x1, y_x1);
+            double z_x0 = MUL_f64(sv_x0, sv_x0);
+            double z_x1 = MUL_f64(sv_x1, sv_x1);
+            double lm_x0 = MUL_f64(sv_x0, ADD_f64(2.0, MUL_f64(z_x0, ADD_f64(0.6666666666666666, MUL_f64(z_x0, ADD_f64(0.4, MUL_f64(z_x0, ADD_f64(0.2857142857142857, MUL_f64(z_x0, ADD_f64(0.2222222222222222, MUL_f64(z_x0, ADD_f64(0.18181818181818182, MUL_f64(z_x0, ADD_f64(0.15384615384615385, MUL_f64(z_x0, ADD_f64(0.13333333333333333, MUL_f64(z_x0, ADD_f64(0.11764705882352941, MUL_f64(z_x0, ADD_f64(0.10526315789473684, MUL_f64(z_x0, 0.09523809523809523)))))))))))))))))))));
+            double lm_x1 = MUL_f64(sv_x1, ADD_f64(2.0, MUL_f64(z_x1, ADD_f64(0.6666666666666666, MUL_f64(z_x1, ADD_f64(0.4, MUL_f64(z_x1, ADD_f64(0.2857142857142857, MUL_f64(z_x1, ADD_f64(0.2222222222222222, MUL_f64(z_x1, ADD_f64(0.18181818181818182, MUL_f64(z_x1, ADD_f64(0.15384615384615385, MUL_f64(z_x1, ADD_f64(0.13333333333333333, MUL_f64(z_x1, ADD_f64(0.11764705882352941, MUL_f64(z_x1, ADD_f64(0.10526315789473684, MUL_f64(z_x1, 0.09523809523809523)))))))))))))))))))));
+            double fe_x0 = rng_i2d(e_x0, isa != 2);
+            double fe_x1 = rng_i2d(e_x1, isa != 2);
+            double lg_x0 = ADD_f64(MUL_f64(fe_x0, 0.6931471806019545), ADD_f64(MUL_f64(fe_x0, -4.2009150726810846e-11), lm_x0));
+            double lg_x1 = ADD_f64(MUL_f64(fe_x1, 0.6931471806019545), ADD_f64(MUL_f64(fe_x1, -4.2009150726810846e-11), lm_x1));
+            double ex_x0 = -lg_x0;
+            double ex_x1 = -lg_x1;
+            r_[0][i] = MUL_f64(scale, ex_x0);
+            r_[1][i] = MUL_f64(scale, ex_x1);
+        }
+        for (u64 j = 0; j < nb / 8; j++) {
+            double *o = out + (g0 + c + j) * 16;
+            memcpy(o + 0, r_[0] + 8 * j, sizeof r_[0][0] * 8);
+            memcpy(o + 8, r_[1] + 8 * j, sizeof r_[0][0] * 8);
+        }
+    }
+}
+#ifdef RNG_X86
+RNG_V4 static void rng_exponential_f64_groups_v4(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double scale) { rng_exponential_f64_groups(out, k0, k1, off, g0, ng, scale, 3); }
+RNG_V3 static void rng_exponential_f64_groups_v3(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double scale) { rng_exponential_f64_groups(out, k0, k1, off, g0, ng, scale, 2); }
+#endif
+static void rng_exponential_f64_groups_base(double *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng, double scale) { rng_exponential_f64_groups(out, k0, k1, off, g0, ng, scale, 1); }
+
 static void run_rng_exponential_f64(const rng_value *a, u64 items)
 {
-    for (u64 g = 0; g < items; g++)
-        rng_exponential_f64(g, a[0].p, a[1].u, (u32)a[2].u, (u32)a[3].u, a[4].u, a[5].u, a[6].f);
+    double *out = a[0].p;
+    u64 n = a[1].u, off = a[4].u, start = a[5].u;
+    u32 k0 = (u32)a[2].u, k1 = (u32)a[3].u;
+    u64 gs = (start + 7) / 8, ge = (start + items) / 8;  /* whole groups */
+    if (ge > n / 16)
+        ge = n / 16;  /* ... and whole in the output */
+    int isa = rng_level >= 0 ? rng_level : rng_best();
+    if (gs >= ge || isa == 0)
+        gs = ge = (start + 7) / 8;  /* all by the scalar kernel */
+    else
+        RNG_RUN(isa, rng_exponential_f64_groups, (out, k0, k1, off, gs, ge - gs, a[6].f));
+    for (u64 g = 0; g < gs * 8 - start && g < items; g++)
+        rng_exponential_f64(g, out, n, k0, k1, off, start, a[6].f);
+    for (u64 g = ge * 8 - start; g < items; g++)
+        rng_exponential_f64(g, out, n, k0, k1, off, start, a[6].f);
 }
 
 FN u64 draw32(u32 v, u32 k0, u32 k1, u64 blk, u32 lane, u64 range, u64 thresh) {

@@ -9,7 +9,9 @@ on the launch shape.  The floating families lie in lane groups of 8 blocks
 every dialect: GPUs, and the tail of a call on CPUs) and, for OpenCL on CPU
 devices, a vector one (several lane groups per work-item, the Philox words in
 the low halves of ``ulong8`` lanes, each row one vector store, non-temporal for
-outputs larger than the device's cache; docs/random.md, "Speed").  The
+outputs larger than the device's cache; docs/random.md, "Speed").  cpu:0 runs
+the scalar kernel's statements in loops over whole lane groups that gcc
+vectorizes (``_c_groups_source``; docs/random.md, "The cpu engine").  The
 transforms are straight-line statements, a work-item's several transforms
 interleaved statement by statement.  Floating-point work goes
 through ``MUL``/``ADD``/``SUB`` macros: plain operators under ``#pragma OPENCL
@@ -418,6 +420,234 @@ KERNEL void rng_{family}_{tag}(ITEM GLOBAL {t} *out, u64 n, u32 k0, u32 k1, u64 
     return src, ["ptr", "u8", "u4", "u4", "u8", "u8", *params]
 
 
+# The cpu engine's lane-group loops ------------------------------------------------------------
+#
+# cpu:0 runs the scalar kernels' own statements, but as loops over the blocks of whole lane groups
+# that gcc vectorizes: a chunk of C_CHUNK blocks has its Philox words computed into arrays (one
+# loop), then each block's transform (a second loop: the scalar kernel's statements with its words
+# read from those arrays), then its rows copied out, 8 elements at a time.  Each lane does the
+# scalar code's IEEE operations in its order (-ffp-contract=off, no -ffast-math), so the bits are
+# the scalar kernel's.  On x86-64 with gcc 12 or later the loops are compiled three times and the
+# runner picks by __builtin_cpu_supports (no ifunc): x86-64-v4 (Philox in 64-bit lanes, whose
+# multiplies are AVX-512DQ's vpmullq), x86-64-v3 (Philox in AVX2 intrinsics: gcc's own
+# vectorization of the 32x32->64-bit products was slower than SSE2's) and the baseline (the scalar
+# rounds, vectorized by gcc).  docs/random.md, "The cpu engine".
+
+C_CHUNK = 128  # blocks per chunk (16 lane groups): the words and rows of a chunk stay in L1
+
+
+class _LoopFlavour(_Flavour):
+    """The scalar flavour, but float64's conversions of 64-bit integers (all below 2**53 in
+    magnitude, so exact either way) go through ``rng_i2d``: the plain conversion, except in
+    x86-64-v3's loops (AVX2 converts no 64-bit integers to vectors of doubles, so gcc left those
+    loops scalar) an exact sum of two exact halves, which AVX2 vectorizes.  The baseline keeps
+    the plain conversion: measured faster there, SSE2 vectorizing little of the float64 code."""
+
+    def to_t(self, signed: str) -> str:
+        if self.tag == "f64":
+            return f"rng_i2d({signed}, isa != 2)"
+        return super().to_t(signed)
+
+
+def _c_words_source() -> str:
+    """The loops computing the words ``w[r][i]`` of blocks ``b0 + i``, ``i < nb`` (``nb`` a
+    multiple of 8), and what picks the code at run time."""
+    narrow, wide, avx2 = [], [], []
+    for r in range(ROUNDS):
+        if r:
+            narrow.append(f"k0_ += {W0}u; k1_ += {W1}u;")
+            wide.append(f"k0_ = (u32)(k0_ + {W0}u); k1_ = (u32)(k1_ + {W1}u);")
+            avx2.append(f"k0_ += {W0}u; k1_ += {W1}u;")
+        narrow.append(
+            f"p0_ = (u64){M0}u * x0; p1_ = (u64){M1}u * x2; "
+            "y0_ = (u32)(p1_ >> 32) ^ x1 ^ k0_; y2_ = (u32)(p0_ >> 32) ^ x3 ^ k1_; "
+            "x1 = (u32)p1_; x3 = (u32)p0_; x0 = y0_; x2 = y2_;")
+        wide.append(
+            f"p0_ = (x0 & 0xFFFFFFFFu) * {M0}u; p2_ = (x2 & 0xFFFFFFFFu) * {M1}u; "
+            "x0 = (p2_ >> 32) ^ x1 ^ k0_; x1 = p2_; x2 = (p0_ >> 32) ^ x3 ^ k1_; x3 = p0_;")
+        avx2.append("RNG_ROUND_AVX2(x0, x1, x2, x3, k0_, k1_)")
+    ind = "\n        "
+    return f"""
+/* The cpu engine's lane-group loops (kernels.py, "The cpu engine's lane-group loops";
+ * docs/random.md, "The cpu engine"): whole lane groups in chunks of RNG_CHUNK blocks, the
+ * Philox words of a chunk in one loop, the transforms in a second (each lane the scalar
+ * kernel's statements, so its bits), the rows copied out.  gcc vectorizes the loops; on x86-64
+ * they are compiled for x86-64-v4, x86-64-v3 and the baseline, picked at run time. */
+#define RNG_CHUNK {C_CHUNK}
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && defined(__x86_64__)
+#include <immintrin.h>
+#define RNG_X86 1
+#define RNG_V4 __attribute__((target("arch=x86-64-v4")))
+#define RNG_V3 __attribute__((target("arch=x86-64-v3")))
+#define RNG_RUN(isa, f, args) ((isa) == 3 ? f##_v4 args : (isa) == 2 ? f##_v3 args : f##_base args)
+#else
+#define RNG_RUN(isa, f, args) f##_base args
+#endif
+/* What computes the whole lane groups: 0 the scalar kernel alone, 1 the loops compiled for the
+ * baseline, 2 for x86-64-v3, 3 for x86-64-v4.  rng_level -1 (always, but in tests): the best
+ * the CPU runs.  rng.c's use_isa() sets it, for tests and measurements only. */
+static int rng_level = -1;
+static int rng_best(void)
+{{
+#ifdef RNG_X86
+    if (__builtin_cpu_supports("x86-64-v4"))
+        return 3;
+    if (__builtin_cpu_supports("x86-64-v3"))
+        return 2;
+#endif
+    return 1;
+}}
+#define RNG_INLINE static inline __attribute__((always_inline))
+
+/* (double)x for |x| < 2**53, vectorizable by AVX2 (native: the plain conversion):
+ * x = hi 2**32 + lo, hi = x >> 32 (|hi| < 2**21) and lo < 2**32 each made a double exactly by
+ * the bits of 1.5 2**52 + hi and 2**52 + lo less those constants, hi scaled by 2**32 exactly,
+ * and the sum is x itself, representable: so exactly the plain conversion's value. */
+RNG_INLINE double rng_i2d(i64 x, int native)
+{{
+    if (native)
+        return (double)x;
+    double hi = SUB_f64(FROM_f64((u64)0x4338000000000000u + (u64)(x >> 32)),
+                        6755399441055744.0);
+    double lo = SUB_f64(FROM_f64((u64)0x4330000000000000u | ((u64)x & 0xFFFFFFFFu)),
+                        4503599627370496.0);
+    return ADD_f64(MUL_f64(hi, 4294967296.0), lo);
+}}
+
+/* Philox in 32-bit lanes (the scalar rounds, vectorized by gcc): the baseline's */
+RNG_INLINE void rng_words32(u32 (*w)[RNG_CHUNK], u32 k0, u32 k1, u64 b0, u64 nb)
+{{
+    for (u64 i = 0; i < nb; i++) {{
+        u32 x0 = (u32)(b0 + i), x1 = (u32)((b0 + i) >> 32), x2 = 0, x3 = 0;
+        u32 k0_ = k0, k1_ = k1, y0_, y2_; u64 p0_, p1_;
+        {ind.join(narrow)}
+        w[0][i] = x0; w[1][i] = x1; w[2][i] = x2; w[3][i] = x3;
+    }}
+}}
+
+/* Philox in 64-bit lanes, each word in the low half (the high half is garbage nothing reads,
+ * as in the OpenCL vector kernels): one 64-bit multiply, shift and xor per word pair;
+ * x86-64-v4's */
+RNG_INLINE void rng_words64(u32 (*w)[RNG_CHUNK], u32 k0, u32 k1, u64 b0, u64 nb)
+{{
+    for (u64 i = 0; i < nb; i++) {{
+        u64 x0 = b0 + i, x1 = (b0 + i) >> 32, x2 = 0, x3 = 0, p0_, p2_;
+        u64 k0_ = k0, k1_ = k1;
+        {ind.join(wide)}
+        w[0][i] = (u32)x0; w[1][i] = (u32)x1; w[2][i] = (u32)x2; w[3][i] = (u32)x3;
+    }}
+}}
+
+#ifdef RNG_X86
+/* Philox in AVX2, 8 blocks per step, x86-64-v3's: the even and odd lanes' 64-bit products
+ * (vpmuludq), their halves blended into the high and low words */
+#define RNG_MULHILO_AVX2(x, m, hi, lo) {{ \\
+        __m256i e_ = _mm256_mul_epu32(x, m), o_ = _mm256_mul_epu32(_mm256_srli_epi64(x, 32), m); \\
+        hi = _mm256_blend_epi32(_mm256_srli_epi64(e_, 32), o_, 0xAA); \\
+        lo = _mm256_blend_epi32(e_, _mm256_slli_epi64(o_, 32), 0xAA); }}
+#define RNG_ROUND_AVX2(x0, x1, x2, x3, k0, k1) {{ __m256i h0_, l0_, h2_, l2_; \\
+        RNG_MULHILO_AVX2(x0, m0_, h0_, l0_) RNG_MULHILO_AVX2(x2, m1_, h2_, l2_) \\
+        x0 = _mm256_xor_si256(_mm256_xor_si256(h2_, x1), _mm256_set1_epi32((int)k0)); \\
+        x2 = _mm256_xor_si256(_mm256_xor_si256(h0_, x3), _mm256_set1_epi32((int)k1)); \\
+        x1 = l2_; x3 = l0_; }}
+RNG_V3 static inline void rng_words_avx2(u32 (*w)[RNG_CHUNK], u32 k0, u32 k1, u64 b0, u64 nb)
+{{
+    const __m256i m0_ = _mm256_set1_epi64x({M0}), m1_ = _mm256_set1_epi64x({M1});
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    for (u64 i = 0; i < nb; i += 8) {{
+        u64 b = b0 + i;  /* blocks b .. b + 7: low words b + l, high words + 1 past a wrap */
+        __m256i lo = _mm256_set1_epi32((int)(u32)b);
+        __m256i x0 = _mm256_add_epi32(lo, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256i wrap = _mm256_cmpgt_epi32(_mm256_xor_si256(lo, sign), _mm256_xor_si256(x0, sign));
+        __m256i x1 = _mm256_sub_epi32(_mm256_set1_epi32((int)(u32)(b >> 32)), wrap);
+        __m256i x2 = _mm256_setzero_si256(), x3 = _mm256_setzero_si256();
+        u32 k0_ = k0, k1_ = k1;
+        {ind.join(avx2)}
+        _mm256_storeu_si256((__m256i *)(w[0] + i), x0);
+        _mm256_storeu_si256((__m256i *)(w[1] + i), x1);
+        _mm256_storeu_si256((__m256i *)(w[2] + i), x2);
+        _mm256_storeu_si256((__m256i *)(w[3] + i), x3);
+    }}
+}}
+#endif
+
+/* the words of blocks b0 .. b0 + nb - 1 by the code of isa (3, 2, 1: rng_level's) */
+RNG_INLINE void rng_words(u32 (*w)[RNG_CHUNK], u32 k0, u32 k1, u64 b0, u64 nb, int isa)
+{{
+    if (isa == 3)
+        rng_words64(w, k0, k1, b0, nb);
+#ifdef RNG_X86
+    else if (isa == 2)
+        rng_words_avx2(w, k0, k1, b0, nb);
+#endif
+    else
+        rng_words32(w, k0, k1, b0, nb);
+}}
+"""
+
+
+def _c_groups_source(family: str, spec: FloatSpec) -> str:
+    """The lane-group loops of one floating kernel and its runner ``run_rng_<family>_<tag>``:
+    the whole lane groups of the launch by the loops, the blocks around them (a partial last
+    group, a start inside a group) by the scalar kernel."""
+    fl = _LoopFlavour(spec)
+    tag, t = fl.tag, fl.t
+    e = per_block(family, spec.dtype)
+    extra, params = _family_params(family, spec)
+    names = [p.split()[-1] for p in extra.split(", ")[1:]]
+    pre, values = _values(family, spec, fl, "x")
+    pre = "".join(f"            {line.strip()}\n" for line in pre.splitlines())
+    rows = "".join(f"            r_[{r}][i] = {v};\n" for r, v in enumerate(values))
+    copies = "".join(f"            memcpy(o + {r * LANES}, r_[{r}] + {LANES} * j, "
+                     f"sizeof r_[0][0] * {LANES});\n" for r in range(e))
+    name = f"rng_{family}_{tag}"
+    sig = f"{t} *out, u32 k0, u32 k1, u64 off, u64 g0, u64 ng{extra}"
+    call = ", ".join(["out", "k0", "k1", "off", "g0", "ng", *names])
+    args = ", ".join(_C_ARGS[p][1].format(i + 6) for i, p in enumerate(params))
+    return f"""
+/* lane groups g0 .. g0 + ng - 1 of {name}, whole: blocks off + 8 g0 on */
+RNG_INLINE void {name}_groups({sig}, int isa)
+{{
+    u32 w_[4][RNG_CHUNK];
+    {t} r_[{e}][RNG_CHUNK];
+    for (u64 c = 0; c < ng; c += RNG_CHUNK / {LANES}) {{
+        u64 nb = (ng - c < RNG_CHUNK / {LANES} ? ng - c : RNG_CHUNK / {LANES}) * {LANES};
+        rng_words(w_, k0, k1, off + (g0 + c) * {LANES}, nb, isa);
+        for (u64 i = 0; i < nb; i++) {{
+            u32 x0 = w_[0][i], x1 = w_[1][i], x2 = w_[2][i], x3 = w_[3][i];
+{pre}{rows}        }}
+        for (u64 j = 0; j < nb / {LANES}; j++) {{
+            {t} *o = out + (g0 + c + j) * {e * LANES};
+{copies}        }}
+    }}
+}}
+#ifdef RNG_X86
+RNG_V4 static void {name}_groups_v4({sig}) {{ {name}_groups({call}, 3); }}
+RNG_V3 static void {name}_groups_v3({sig}) {{ {name}_groups({call}, 2); }}
+#endif
+static void {name}_groups_base({sig}) {{ {name}_groups({call}, 1); }}
+
+static void run_{name}(const rng_value *a, u64 items)
+{{
+    {t} *out = a[0].p;
+    u64 n = a[1].u, off = a[4].u, start = a[5].u;
+    u32 k0 = (u32)a[2].u, k1 = (u32)a[3].u;
+    u64 gs = (start + {LANES - 1}) / {LANES}, ge = (start + items) / {LANES};  /* whole groups */
+    if (ge > n / {e * LANES})
+        ge = n / {e * LANES};  /* ... and whole in the output */
+    int isa = rng_level >= 0 ? rng_level : rng_best();
+    if (gs >= ge || isa == 0)
+        gs = ge = (start + {LANES - 1}) / {LANES};  /* all by the scalar kernel */
+    else
+        RNG_RUN(isa, {name}_groups, (out, k0, k1, off, gs, ge - gs, {args}));
+    for (u64 g = 0; g < gs * {LANES} - start && g < items; g++)
+        {name}(g, out, n, k0, k1, off, start, {args});
+    for (u64 g = ge * {LANES} - start; g < items; g++)
+        {name}(g, out, n, k0, k1, off, start, {args});
+}}
+"""
+
+
 def _philox_vector(v: str, base: str) -> str:
     """Declarations of the ``ulong8`` words ``v0 .. v3`` of the ``LANES`` blocks from ``base`` on.
 
@@ -779,7 +1009,9 @@ def c_source() -> str:
     parts = ["/* Generated by gpuarrays/_compute/rng/kernels.py (c_source): do not edit.\n"
              " * The random-number kernels in plain C for the cpu engine (docs/random.md). */\n",
              _PRELUDE["c"], _PHILOX,
-             "typedef union { u64 u; double f; void *p; } rng_value;\n"]
+             "typedef union { u64 u; double f; void *p; } rng_value;\n", _c_words_source()]
+    floats = {f"rng_{family}_{_CTYPE[spec.name][0]}": (family, spec)
+              for spec in SPECS.values() for family in ("uniform", "normal", "exponential")}
     helpers, table = set(), []
     for name in names("c"):
         body, params = _TABLE[name][0]()
@@ -787,10 +1019,13 @@ def c_source() -> str:
         if helper not in helpers:
             helpers.add(helper)
             parts.append(helper)
-        args = ", ".join(_C_ARGS[t][1].format(i) for i, t in enumerate(params))
-        parts.append(f"\nKERNEL void {kernel}\n"
-                     f"static void run_{name}(const rng_value *a, u64 items)\n{{\n"
-                     f"    for (u64 g = 0; g < items; g++)\n        {name}(g, {args});\n}}\n")
+        parts.append(f"\nKERNEL void {kernel}")
+        if name in floats:  # the lane-group loops, the scalar kernel around them
+            parts.append(_c_groups_source(*floats[name]))
+        else:
+            args = ", ".join(_C_ARGS[t][1].format(i) for i, t in enumerate(params))
+            parts.append(f"\nstatic void run_{name}(const rng_value *a, u64 items)\n{{\n"
+                         f"    for (u64 g = 0; g < items; g++)\n        {name}(g, {args});\n}}\n")
         table.append(f'    {{"{name}", "{"".join(_C_ARGS[t][0] for t in params)}", run_{name}}},')
     parts.append("\ntypedef struct {\n    const char *name;\n    const char *params;\n"
                  "    void (*run)(const rng_value *, u64);\n} rng_kernel;\n\n"
