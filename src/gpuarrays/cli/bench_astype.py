@@ -5,10 +5,15 @@ Part of the ``compute`` group of ``gpuarrays bench`` (docs/performance.md,
 every destination holds exactly (0 to 99), so the one-item kernel's plain C cast
 (``o[i] = (DST)a[i]``; ``vload_half``/``vstore_half`` for float16) is the device's limit
 for the conversion.  The full run measures every ordered pair of the real dtypes and bool
-the device holds; ``--quick`` and ``--smoke`` a fixed selection.
+the device holds; ``--quick`` and ``--smoke`` a fixed selection.  The environment
+variable ``GPUARRAYS_BENCH_ASTYPE_PAIRS`` narrows any run to the pairs it names, comma-separated
+``src:dst`` kernel keys where ``*`` is any key (``f2:*,b1:i1,u1:i1``), to measure a few pairs
+again without the full run.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -47,10 +52,23 @@ def _kernel(src: str, dst: str) -> str:
 
 
 def _pairs(dev, full: bool) -> list[tuple[str, str]]:
-    if not full:
-        return [(s, d) for s, d in _SELECTION if dev.supports(s) and dev.supports(d)]
     keys = [k for k in _C_TYPES if dev.supports(k)]
-    return [(s, d) for s in keys for d in keys if s != d]
+    if not full:
+        pairs = [(s, d) for s, d in _SELECTION if s in keys and d in keys]
+    else:
+        pairs = [(s, d) for s in keys for d in keys if s != d]
+    wanted = os.environ.get("GPUARRAYS_BENCH_ASTYPE_PAIRS", "").strip()
+    if wanted:
+        patterns = []
+        for item in wanted.split(","):
+            s, sep, d = item.strip().partition(":")
+            if not sep or not all(k == "*" or k in _C_TYPES for k in (s, d)):
+                raise ValueError(f"GPUARRAYS_BENCH_ASTYPE_PAIRS: {item!r} is not src:dst with "
+                                 f"keys among {', '.join(_C_TYPES)} or *")
+            patterns.append((s, d))
+        pairs = [(s, d) for s, d in pairs
+                 if any(ps in ("*", s) and pd in ("*", d) for ps, pd in patterns)]
+    return pairs
 
 
 def bench_conversions(dev, settings, libs, rows, targets, n: int) -> None:
@@ -60,6 +78,8 @@ def bench_conversions(dev, settings, libs, rows, targets, n: int) -> None:
         return
     cl, cl_array, ctx, queue = ocl
     pairs = _pairs(dev, settings.name not in ("quick", "smoke"))
+    if not pairs:
+        return
     fp64 = any("f8" in p for p in pairs)
     source = (("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if fp64 else "")
               + "".join(_kernel(s, d) for s, d in pairs))
