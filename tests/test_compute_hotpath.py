@@ -358,3 +358,105 @@ def test_floating_point_errors_are_silenced_and_the_callers_state_kept():
     t.start()
     t.join(10)
     assert seen == [(True, [False] * 5)] * 2
+
+
+# NumPy's loop called directly (cpu) ----------------------------------------------------------
+_DIRECT_DTYPES = ["bool", "int8", "uint16", "int32", "int64", "float16", "float32", "float64",
+                  "complex64", "complex128"]
+
+
+def _host(dtype: str, n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(0, 50, n).astype(dtype)
+    v = (rng.standard_normal(n) * 4).astype(dtype)
+    if v.dtype.kind == "f" and n > 3:
+        v[:3] = [np.nan, np.inf, -0.0]
+    return v
+
+
+@pytest.mark.parametrize("dtype", _DIRECT_DTYPES)
+def test_the_cpu_engine_calls_numpys_own_loop_with_numpys_values(dtype):
+    """Same-dtype operands of a ufunc row run NumPy's strided loop for those dtypes with no
+    ufunc call around it (compute.c, run_direct): every layout it takes gives NumPy's bits,
+    and every layout it leaves (strided, broadcast rows, partial overlap, unaligned) still
+    does, through the ufunc."""
+    dev = ga.get_device("cpu:0")
+    h, h2 = _host(dtype, 1000, 1), _host(dtype, 1000, 2)
+    a, b = ga.asarray(h, device=dev), ga.asarray(h2, device=dev)
+    kind = np.dtype(dtype).kind
+    names = ["equal"] + ([] if kind == "b" else ["add", "multiply"]) + (  # bool: uint8 rows
+        [] if kind in "bc" else ["maximum"]) + (["negative", "sqrt", "exp"] if kind in "fc" else [])
+    for name in names:
+        op = OPS[name]
+        dispatch.PLANS[op].forget()
+        binary = op.nin == 2
+        got = dispatch.apply(op, (a, b) if binary else (a,))
+        with np.errstate(all="ignore"):
+            _same(got, op.ufunc(h, h2) if binary else op.ufunc(h))
+            assert dispatch.PLANS[op].direct() == 1, name
+            if binary:
+                one = ga.asarray(h2[:1], device=dev)  # one element: read with a zero step
+                _same(dispatch.apply(op, (a, one)), op.ufunc(h, h2[:1]))
+                zero_d = ga.asarray(h2[0], device=dev)
+                _same(dispatch.apply(op, (zero_d, a)), op.ufunc(h2[0:1].reshape(()), h))
+                _same(dispatch.apply(op, (a[::2], b[::2])), op.ufunc(h[::2], h2[::2]))
+                m, m2 = a.reshape(40, 25), b[:25]  # broadcast rows: the ufunc's layout
+                _same(dispatch.apply(op, (m, m2)), op.ufunc(h.reshape(40, 25), h2[:25]))
+            empty = ga.asarray(h[:0], device=dev)
+            _same(dispatch.apply(op, (empty, empty) if binary else (empty,)),
+                  op.ufunc(h[:0], h[:0]) if binary else op.ufunc(h[:0]))
+
+
+@pytest.mark.parametrize("dtype,scalars", [
+    ("int8", (3, True, -7)), ("uint16", (7, False)), ("int64", (-(2 ** 40), 5)),
+    ("float32", (2, 0.1, -1e300, True)), ("float64", (0.1, 3, 2 ** 60 + 1)),
+    ("complex64", (1j, 0.5, 3)), ("complex128", (2 - 1j,)), ("float16", (0.1, 3)),
+    ("bool", (True, False))])
+def test_python_scalars_are_packed_as_numpy_converts_them(dtype, scalars):
+    dev = ga.get_device("cpu:0")
+    h = _host(dtype, 50)
+    a = ga.asarray(h, device=dev)
+    for s in scalars:
+        for name in ("add", "multiply", "maximum", "not_equal"):
+            if (dtype == "bool" and name in ("add", "multiply")) or (
+                    dtype.startswith("complex") and name == "maximum"):
+                continue
+            op = OPS[name]
+            with np.errstate(all="ignore"):
+                _same(dispatch.apply(op, (a, s)), op.ufunc(h, s))
+                _same(dispatch.apply(op, (s, a)), op.ufunc(s, h))
+
+
+def test_outputs_on_their_operands_and_unaligned_views_give_numpy_values():
+    dev = ga.get_device("cpu:0")
+    h = np.arange(2000, dtype=np.float32)
+    a = ga.asarray(h, device=dev)
+    a += a  # exactly on an operand: the loop runs in place, as NumPy's does
+    h += h
+    _same(a, h)
+    a[1:] += a[:-1]  # partly overlapping: NumPy copies (through the ufunc)
+    h[1:] += h[:-1]
+    _same(a, h)
+    raw = np.arange(4004, dtype=np.uint8)
+    u = ga.asarray(raw, device=dev)[1:4001].view(np.float32)  # unaligned: NumPy buffers
+    want = raw[1:4001].view(np.float32)
+    with np.errstate(all="ignore"):
+        _same(u * 2.0, want * np.float32(2.0))
+        _same(ga.add(u, u), want + want)
+
+
+def test_a_loop_that_raises_raises_with_or_without_the_gil():
+    """NumPy's integer power raises for negative exponents from inside its loop; the engine
+    reports it, on short loops (GIL held) and long ones (GIL released)."""
+    dev = ga.get_device("cpu:0")
+    for n in (10, 1 << 15):
+        x = ga.asarray(np.arange(n, dtype=np.int32), device=dev)
+        e = ga.asarray(np.full(n, -1, np.int32), device=dev)
+        with pytest.raises(ValueError, match="negative integer powers"):
+            ga.pow(x, e)
+        with np.errstate(all="raise"):  # the loop's flags are not left for NumPy to find
+            ga.asarray(np.ones(n, np.float32), device=dev) / 0.0
+            np.add(np.ones(3), 1.0)

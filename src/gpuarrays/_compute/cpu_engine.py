@@ -21,7 +21,8 @@ from .._array.make import ArrayBase
 from .._common.raw import ndarray_at
 from .table import Op
 
-__all__ = ["run", "apply_to", "quiet", "loud", "view", "kernel", "own_kernel", "standard_fix"]
+__all__ = ["run", "apply_to", "quiet", "loud", "view", "kernel", "own_kernel", "standard_fix",
+           "direct_loop"]
 
 try:
     # The error state lives in a context variable; setting it directly costs 0.2 us where
@@ -185,6 +186,46 @@ def kernel(op: Op):
         own = _OWN.get(op.name)
         fn = _kernels[op.name] = own if own is not None else _SPECIAL[op.typing](op)
     return fn
+
+
+# What a Python scalar operand is packed as for a direct loop, by the loop dtype's kind
+_PACKABLE = {"b": "b", "i": "i", "u": "u", "f": "f", "c": "c"}
+
+
+def direct_loop(op: Op, keys: tuple, arg_dtypes: tuple, dt: np.dtype):
+    """NumPy's own strided loop for ``op`` over ``arg_dtypes -> dt``, for the compiled
+    engine to call with no ufunc call around it (docs/performance.md, "The elementwise host
+    path"), or None when the ufunc must be called.
+
+    Returns ``(call_info, itemsizes, packs)``: the capsule of
+    ``ufunc._resolve_dtypes_and_context`` with its loop filled in by
+    ``ufunc._get_strided_loop`` (NumPy's own implementation for exactly these dtypes, the one
+    a ufunc call would run), the item sizes of the operands and the result, and per operand
+    ``"-"`` (an array) or the kind and size a Python scalar is packed as (``"f4"``).  Only
+    when every array operand already has its argument dtype (no cast) and NumPy resolves the
+    loop to exactly those dtypes; float16 scalars are left to the ufunc.
+    """
+    ufunc = op.ufunc
+    if not isinstance(ufunc, np.ufunc) or ufunc.nout != 1 or ufunc.nin != len(keys):
+        return None
+    packs = []
+    for key, adt in zip(keys, arg_dtypes, strict=True):
+        if isinstance(key, np.dtype):
+            if key != adt:
+                return None  # NumPy would cast this operand: the ufunc call does it
+            packs.append("-")
+        elif adt.kind in _PACKABLE and adt != np.float16 and adt.isnative:
+            packs.append(f"{_PACKABLE[adt.kind]}{adt.itemsize}")
+        else:
+            return None
+    try:
+        dtypes, info = ufunc._resolve_dtypes_and_context((*arg_dtypes, dt))
+        if tuple(dtypes) != (*arg_dtypes, dt):
+            return None
+        ufunc._get_strided_loop(info)
+    except Exception:  # noqa: BLE001 -- no loop for these dtypes, or another NumPy: call it
+        return None
+    return info, tuple(d.itemsize for d in (*arg_dtypes, dt)), tuple(packs)
 
 
 def own_kernel(op: Op) -> bool:

@@ -297,7 +297,8 @@ def _raw_operands(args: tuple, arg_dtypes: tuple, shape: tuple) -> list:
 
 def _typer(op: Op):
     """What ``op``'s plan asks on a miss: ``(result dtype, int limits, device engine or None
-    for the cpu engine, the device's gate)`` for operand dtypes / scalar types ``keys``."""
+    for the cpu engine, the device's gate, direct loop or None)`` for operand dtypes / scalar
+    types ``keys``."""
     def typer(keys: tuple, dev) -> tuple:
         typed = _typed.get((op, keys, id(dev)))
         if typed is None:
@@ -307,6 +308,9 @@ def _typer(op: Op):
         # launches known layouts from C); None: the compiled cpu engine
         # (the bare ufunc), or the cpu engine in Python where the standard's special values
         # are not the ufunc's (cpu_engine.standard_fix)
+        # direct: NumPy's own strided loop, called by the compiled cpu engine without the
+        # ufunc around it where the layout allows (cpu_engine.direct_loop), or None
+        direct = None
         if dev.backend != "cpu":
             engine = _core.DeviceEngine(partial(_run_on_device, op, dev, arg_dtypes),
                                         partial(_compiled_launch, op, dev, arg_dtypes))
@@ -314,7 +318,9 @@ def _typer(op: Op):
             engine = partial(_run_cpu, op)
         else:
             engine = None
-        return dt, limits, engine, dev.gate
+            if op.typing == "ufunc" and not cpu_engine.own_kernel(op):
+                direct = cpu_engine.direct_loop(op, keys, arg_dtypes, dt)
+        return dt, limits, engine, dev.gate, direct
     return typer
 
 

@@ -42,6 +42,14 @@
  */
 #include "core.h"
 
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#else
+#include <fenv.h>
+#endif
+#include <stdint.h>
+#include <string.h>
+
 
 /* ---------------------------------------------------------------- host views */
 
@@ -154,10 +162,36 @@ static PyObject *core_clear_views(PyObject *mod, PyObject *Py_UNUSED(ignored))
 #define MAX_IN 3 /* operands of the widest operation (where, clip) */
 #define MEMO 8   /* typings a plan remembers */
 
+/* NumPy's own strided loop for one typing (cpu_engine.direct_loop): the capsule of
+ * ufunc._resolve_dtypes_and_context, filled by ufunc._get_strided_loop, is NumPy's
+ * documented "numpy_1.24_ufunc_call_info" struct; its loop returns 0, or -1 with an
+ * exception. */
+typedef int (*StridedLoop)(void *context, char *const *data, const Py_ssize_t *dims,
+                           const Py_ssize_t *strides, void *auxdata);
+
+typedef struct {
+    StridedLoop loop;
+    void *context;
+    void *auxdata;
+    unsigned char requires_pyapi, no_floatingpoint_errors; /* npy_bool */
+} UfuncCallInfo;
+
+#define CALL_INFO_NAME "numpy_1.24_ufunc_call_info"
+
+typedef struct {
+    StridedLoop loop; /* NULL: call the ufunc */
+    void *context, *auxdata;
+    char fpe;                       /* the loop may set floating-point flags */
+    Py_ssize_t itemsize[MAX_IN + 1]; /* the operands', then the result's */
+    char pack[MAX_IN];              /* 0: an array operand; else a scalar's kind (b i u f c) */
+} DirectLoop;
+
 typedef struct {
     PyObject *device; /* NULL: an empty entry */
     PyObject *keys[MAX_IN];
     PyObject *dtype, *limits, *engine, *gate;
+    PyObject *direct_info; /* what keeps direct's loop alive (NULL: none) */
+    DirectLoop direct;
 } Typing;
 
 /* How a plan calls its fn with the output view z and the operands xs. */
@@ -177,14 +211,58 @@ static PyObject *str_out, *kwnames_out;
 
 static void typing_clear(Typing *t)
 {
-    PyObject *old[5 + MAX_IN] = {t->device, t->dtype, t->limits, t->engine, t->gate};
+    PyObject *old[6 + MAX_IN] = {t->device, t->dtype, t->limits, t->engine, t->gate,
+                                 t->direct_info};
     for (int i = 0; i < MAX_IN; i++) {
-        old[5 + i] = t->keys[i];
+        old[6 + i] = t->keys[i];
         t->keys[i] = NULL;
     }
-    t->device = t->dtype = t->limits = t->engine = t->gate = NULL;
-    for (int i = 0; i < 5 + MAX_IN; i++)
+    t->device = t->dtype = t->limits = t->engine = t->gate = t->direct_info = NULL;
+    memset(&t->direct, 0, sizeof t->direct);
+    for (int i = 0; i < 6 + MAX_IN; i++)
         Py_XDECREF(old[i]);
+}
+
+/* The direct loop a typer described ((call_info, itemsizes, packs), see
+ * cpu_engine.direct_loop), or none (d->loop NULL) for None or anything else: a NumPy
+ * whose capsule is not the documented one is simply called through its ufunc. */
+static void direct_parse(PyObject *desc, int nin, DirectLoop *d)
+{
+    memset(d, 0, sizeof *d);
+    if (!PyTuple_CheckExact(desc) || PyTuple_GET_SIZE(desc) != 3)
+        return;
+    PyObject *cap = PyTuple_GET_ITEM(desc, 0), *sizes = PyTuple_GET_ITEM(desc, 1),
+             *packs = PyTuple_GET_ITEM(desc, 2);
+    if (!PyCapsule_IsValid(cap, CALL_INFO_NAME) || !PyTuple_CheckExact(sizes)
+            || PyTuple_GET_SIZE(sizes) != nin + 1 || !PyTuple_CheckExact(packs)
+            || PyTuple_GET_SIZE(packs) != nin)
+        return;
+    UfuncCallInfo *info = PyCapsule_GetPointer(cap, CALL_INFO_NAME);
+    if (info == NULL || info->loop == NULL || info->requires_pyapi) {
+        PyErr_Clear();
+        return;
+    }
+    for (int k = 0; k <= nin; k++) {
+        Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GET_ITEM(sizes, k));
+        if (size <= 0 || size > 16) {
+            PyErr_Clear();
+            return;
+        }
+        d->itemsize[k] = size;
+    }
+    for (int k = 0; k < nin; k++) {
+        const char *p = PyUnicode_Check(PyTuple_GET_ITEM(packs, k))
+                            ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(packs, k)) : NULL;
+        if (p == NULL || p[0] == 0 || (p[0] != '-' && strchr("biufc", p[0]) == NULL)) {
+            PyErr_Clear();
+            return;
+        }
+        d->pack[k] = p[0] == '-' ? 0 : p[0];
+    }
+    d->context = info->context;
+    d->auxdata = info->auxdata;
+    d->fpe = !info->no_floatingpoint_errors;
+    d->loop = info->loop;
 }
 
 static PyObject *Plan_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -248,7 +326,17 @@ static PyObject *Plan_remembered(PlanObject *self, PyObject *Py_UNUSED(ignored))
     return PyLong_FromLong(n);
 }
 
+static PyObject *Plan_direct(PlanObject *self, PyObject *Py_UNUSED(ignored))
+{
+    int n = 0;
+    for (int i = 0; i < MEMO; i++)
+        n += self->memo[i].device != NULL && self->memo[i].direct.loop != NULL;
+    return PyLong_FromLong(n);
+}
+
 static PyMethodDef Plan_methods[] = {
+    {"direct", (PyCFunction)Plan_direct, METH_NOARGS,
+     "How many remembered typings call NumPy's strided loop directly (tests)."},
     {"forget", (PyCFunction)Plan_forget, METH_NOARGS, "Drop every remembered typing."},
     {"remembered", (PyCFunction)Plan_remembered, METH_NOARGS,
      "How many typings the plan remembers (tests)."},
@@ -291,13 +379,13 @@ static Typing *plan_typing(PlanObject *p, PyObject *device, PyObject **keys)
     Py_DECREF(key);
     if (r == NULL)
         goto refuse;
-    if (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) != 4
+    if (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) < 4 || PyTuple_GET_SIZE(r) > 5
             || !PyTuple_CheckExact(PyTuple_GET_ITEM(r, 1))
             || ga_gate_check(PyTuple_GET_ITEM(r, 3)) < 0) {
         Py_DECREF(r);
         PyErr_Clear();
-        PyErr_SetString(PyExc_TypeError,
-                        "a plan's typer must return (dtype, limits tuple, engine, gate)");
+        PyErr_SetString(PyExc_TypeError, "a plan's typer must return (dtype, limits tuple, "
+                        "engine, gate[, direct loop])");
         return NULL; /* a programming error: raise it */
     }
     Typing *t = &p->memo[p->next];
@@ -310,6 +398,11 @@ static Typing *plan_typing(PlanObject *p, PyObject *device, PyObject **keys)
     t->limits = Py_NewRef(PyTuple_GET_ITEM(r, 1));
     t->engine = Py_NewRef(PyTuple_GET_ITEM(r, 2));
     t->gate = Py_NewRef(PyTuple_GET_ITEM(r, 3));
+    if (PyTuple_GET_SIZE(r) == 5 && t->engine == Py_None && p->mode != CALL_OUT_FIRST) {
+        direct_parse(PyTuple_GET_ITEM(r, 4), p->nin, &t->direct);
+        if (t->direct.loop != NULL)
+            t->direct_info = Py_NewRef(PyTuple_GET_ITEM(r, 4));
+    }
     Py_DECREF(r);
     return t;
 refuse:
@@ -422,6 +515,198 @@ done:
         Py_XDECREF(stack[i]);
     Py_DECREF(z);
     return rc;
+}
+
+/* ---------------------------------------------------------------- direct loops */
+
+/* Elements from which a direct loop runs with the GIL released (a shorter loop takes
+ * about as long as the release and the retake). */
+#define DIRECT_NOGIL (1 << 13)
+
+/* Clear the floating-point flags a loop may have raised: the engine ignores them (as the
+ * ufunc call does in the quiet context), and no later reader should find them. */
+static inline void clear_fpe(void)
+{
+#if defined(__SSE__) || defined(__x86_64__)
+    unsigned int csr = _mm_getcsr();
+    if (csr & 0x3f)
+        _mm_setcsr(csr & ~0x3fu);
+#else
+    feclearexcept(FE_ALL_EXCEPT);
+#endif
+}
+
+/* The number of elements of a shape (-1: something odd in it). */
+static Py_ssize_t shape_size(PyObject *shape)
+{
+    Py_ssize_t n = 1;
+    for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); d++) {
+        Py_ssize_t e = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+        if (e < 0) {
+            PyErr_Clear();
+            return -1;
+        }
+        n *= e;
+    }
+    return n;
+}
+
+/* Whether a's elements lie in C order with no gaps (the array's flag when it knows). */
+static int c_contiguous(ArrayObject *a, Py_ssize_t itemsize)
+{
+    if (a->contig == Py_True || a->contig == Py_False)
+        return a->contig == Py_True;
+    PyObject *shape = a->shape, *strides = a->strides;
+    Py_ssize_t nd = PyTuple_GET_SIZE(shape), expect = itemsize;
+    if (!PyTuple_CheckExact(strides) || PyTuple_GET_SIZE(strides) != nd)
+        return 0;
+    for (Py_ssize_t d = nd - 1; d >= 0; d--) {
+        Py_ssize_t e = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+        if (e == 1)
+            continue;
+        if (e <= 0) {
+            PyErr_Clear();
+            return e == 0;
+        }
+        if (PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d)) != expect) {
+            PyErr_Clear();
+            return 0;
+        }
+        expect *= e;
+    }
+    return 1;
+}
+
+/* A Python scalar as one element of the loop's operand type (kind b/i/u/f/c, `size`
+ * bytes), as NumPy converts a weak scalar; 1: not packable here (call the ufunc). */
+static int pack_scalar(PyObject *x, char kind, Py_ssize_t size, void *buf)
+{
+    if (kind == 'b' && size == 1) {
+        int v = PyObject_IsTrue(x);
+        *(unsigned char *)buf = (unsigned char)(v > 0);
+        return v < 0 ? (PyErr_Clear(), 1) : 0;
+    }
+    if (kind == 'i' || kind == 'u') {
+        long long v = 0;
+        unsigned long long u = 0;
+        if (kind == 'i')
+            u = (unsigned long long)(v = PyLong_AsLongLong(x));
+        else
+            u = PyLong_AsUnsignedLongLong(x);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+        switch (size) { /* the limits checked the value fits */
+        case 1: *(uint8_t *)buf = (uint8_t)u; return 0;
+        case 2: *(uint16_t *)buf = (uint16_t)u; return 0;
+        case 4: *(uint32_t *)buf = (uint32_t)u; return 0;
+        case 8: *(uint64_t *)buf = (uint64_t)u; return 0;
+        }
+        return 1;
+    }
+    if (kind == 'f' && (size == 4 || size == 8)) {
+        double v = PyFloat_AsDouble(x);
+        if (v == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+        if (size == 4)
+            *(float *)buf = (float)v;
+        else
+            *(double *)buf = v;
+        return 0;
+    }
+    if (kind == 'c' && (size == 8 || size == 16)) {
+        Py_complex v = PyComplex_AsCComplex(x);
+        if (v.real == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+        if (size == 8) {
+            ((float *)buf)[0] = (float)v.real;
+            ((float *)buf)[1] = (float)v.imag;
+        } else {
+            ((double *)buf)[0] = v.real;
+            ((double *)buf)[1] = v.imag;
+        }
+        return 0;
+    }
+    return 1;
+}
+
+/* result[...] = op(*xs) by NumPy's own strided loop, with no ufunc call around it, when
+ * the layout is one run of elements: the result C-contiguous, each array operand
+ * C-contiguous of the result's shape or of one element (read with a zero step), scalars
+ * packed, every address aligned, and an output given by the caller either apart from
+ * each operand or exactly on it.  0: done; 1: not this layout (the ufunc runs it); -1:
+ * the loop raised. */
+static int run_direct(const DirectLoop *d, int nin, ArrayObject *result, PyObject *const *xs)
+{
+    _Alignas(16) char scalars[MAX_IN][16];
+    char *data[MAX_IN + 1];
+    Py_ssize_t steps[MAX_IN + 1];
+    Py_ssize_t zsize = d->itemsize[nin], n = shape_size(result->shape);
+    size_t zaddr;
+    if (n < 0 || !c_contiguous(result, zsize) || ga_array_address(result, &zaddr) < 0) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (n == 0)
+        return 0;
+    if (zaddr % (zsize < 8 ? zsize : 8))
+        return 1;
+    for (int k = 0; k < nin; k++) {
+        Py_ssize_t size = d->itemsize[k];
+        if (d->pack[k]) {
+            if (ga_is_array(xs[k]) || pack_scalar(xs[k], d->pack[k], size, scalars[k]))
+                return 1;
+            data[k] = scalars[k];
+            steps[k] = 0;
+            continue;
+        }
+        if (!ga_is_array(xs[k]))
+            return 1;
+        ArrayObject *a = (ArrayObject *)xs[k];
+        size_t addr;
+        if (ga_array_address(a, &addr) < 0) {
+            PyErr_Clear();
+            return 1;
+        }
+        if (ga_same_ints(a->shape, result->shape) && c_contiguous(a, size))
+            steps[k] = size;
+        else if (shape_size(a->shape) == 1)
+            steps[k] = 0;
+        else
+            return 1;
+        if (addr % (size < 8 ? size : 8))
+            return 1;
+        size_t end = addr + (steps[k] ? (size_t)n * (size_t)size : (size_t)size);
+        if (addr < zaddr + (size_t)n * (size_t)zsize && zaddr < end
+                && !(addr == zaddr && steps[k] == zsize && size == zsize))
+            return 1; /* overlapping the output other than exactly: NumPy copies */
+        data[k] = (char *)addr;
+    }
+    data[nin] = (char *)zaddr;
+    steps[nin] = zsize;
+    Py_ssize_t dims[1] = {n};
+    int r;
+    if (n >= DIRECT_NOGIL) {
+        Py_BEGIN_ALLOW_THREADS
+        r = d->loop(d->context, data, dims, steps, d->auxdata);
+        Py_END_ALLOW_THREADS
+    } else {
+        r = d->loop(d->context, data, dims, steps, d->auxdata);
+    }
+    if (d->fpe)
+        clear_fpe();
+    if (PyErr_Occurred()) /* a legacy loop raises by setting the error and returning */
+        return -1;
+    if (r < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "NumPy's strided loop failed");
+        return -1;
+    }
+    return 0;
 }
 
 static int same_kind(PyObject *a, PyObject *b)
@@ -572,7 +857,8 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     /* Own what the run needs: allocating may run Python, and another thread may then
      * replace this memo entry. */
     PyObject *dtype = Py_NewRef(t->dtype), *engine = Py_NewRef(t->engine),
-             *gate = Py_NewRef(t->gate);
+             *gate = Py_NewRef(t->gate), *direct_info = Py_XNewRef(t->direct_info);
+    DirectLoop direct = t->direct;
     int given = out != Py_None, rc = -1;
     ArrayObject *result = NULL;
     if (given) {
@@ -611,7 +897,9 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
         rc = !ga_work_live(held[i]);
     if (rc == 0) {
         if (engine == Py_None) {
-            rc = run_cpu(p, result, xs);
+            rc = direct.loop != NULL ? run_direct(&direct, p->nin, result, xs) : 1;
+            if (rc == 1)
+                rc = run_cpu(p, result, xs);
         } else {
             /* a compiled launch (launch.c) where it has one, else the Python engine */
             PyObject *fn = engine;
@@ -637,6 +925,7 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
         rc = -1;
 done:
     Py_DECREF(shape);
+    Py_XDECREF(direct_info);
     Py_DECREF(dtype);
     Py_DECREF(engine);
     Py_DECREF(gate);

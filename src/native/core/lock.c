@@ -12,6 +12,9 @@
  */
 #include "core.h"
 
+#include <errno.h>
+#include <time.h>
+
 /* ---------------------------------------------------------------- Lock */
 
 /* Wait for the lock with the GIL released.  1: acquired, 0: timed out, -1: error
@@ -22,6 +25,35 @@ int ga_lock_wait(LockObject *l, PY_TIMEOUT_T timeout_us)
         return 1;
     if (timeout_us == 0)
         return 0;
+#ifdef GA_SEM_LOCK
+    struct timespec deadline;
+    if (timeout_us > 0) {
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        long long ns = deadline.tv_nsec + (long long)(timeout_us % 1000000) * 1000;
+        deadline.tv_sec += (time_t)(timeout_us / 1000000 + ns / 1000000000);
+        deadline.tv_nsec = (long)(ns % 1000000000);
+    }
+    for (;;) {
+        int r, err;
+        Py_BEGIN_ALLOW_THREADS
+        r = timeout_us < 0 ? sem_wait(&l->sem) : sem_timedwait(&l->sem, &deadline);
+        err = errno;
+        Py_END_ALLOW_THREADS
+        if (r == 0) {
+            l->locked = 1;
+            return 1;
+        }
+        if (err == ETIMEDOUT)
+            return 0;
+        if (err != EINTR) {
+            errno = err;
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        if (Py_MakePendingCalls() < 0) /* interrupted: run signal handlers */
+            return -1;
+    }
+#else
     for (;;) {
         PyLockStatus r;
         Py_BEGIN_ALLOW_THREADS
@@ -36,6 +68,7 @@ int ga_lock_wait(LockObject *l, PY_TIMEOUT_T timeout_us)
         if (Py_MakePendingCalls() < 0)  /* PY_LOCK_INTR: run signal handlers */
             return -1;
     }
+#endif
 }
 
 static PyObject *Lock_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -47,21 +80,34 @@ static PyObject *Lock_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     LockObject *self = (LockObject *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
+#ifdef GA_SEM_LOCK
+    if (sem_init(&self->sem, 0, 1) != 0) {
+        Py_DECREF(self);
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    self->ready = 1;
+#else
     self->lock = PyThread_allocate_lock();
     if (self->lock == NULL) {
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
+#endif
     return (PyObject *)self;
 }
 
 static void Lock_dealloc(LockObject *self)
 {
+#ifdef GA_SEM_LOCK
+    if (self->ready)
+        sem_destroy(&self->sem);
+#else
     if (self->lock) {
         if (self->locked)
             PyThread_release_lock(self->lock);
         PyThread_free_lock(self->lock);
     }
+#endif
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
