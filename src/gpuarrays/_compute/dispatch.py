@@ -318,7 +318,8 @@ def _typer(op: Op):
             engine = partial(_run_cpu, op)
         else:
             engine = None
-            if op.typing == "ufunc" and not cpu_engine.own_kernel(op):
+            if (op.typing == "ufunc" and not cpu_engine.own_kernel(op)) or (
+                    op.typing == "round" and dt.kind in "fc"):  # round: rint, as _round
                 direct = cpu_engine.direct_loop(op, keys, arg_dtypes, dt)
         return dt, limits, engine, dev.gate, direct
     return typer

@@ -398,7 +398,7 @@ static Typing *plan_typing(PlanObject *p, PyObject *device, PyObject **keys)
     t->limits = Py_NewRef(PyTuple_GET_ITEM(r, 1));
     t->engine = Py_NewRef(PyTuple_GET_ITEM(r, 2));
     t->gate = Py_NewRef(PyTuple_GET_ITEM(r, 3));
-    if (PyTuple_GET_SIZE(r) == 5 && t->engine == Py_None && p->mode != CALL_OUT_FIRST) {
+    if (PyTuple_GET_SIZE(r) == 5 && t->engine == Py_None) {
         direct_parse(PyTuple_GET_ITEM(r, 4), p->nin, &t->direct);
         if (t->direct.loop != NULL)
             t->direct_info = Py_NewRef(PyTuple_GET_ITEM(r, 4));
@@ -1041,6 +1041,126 @@ static PyObject *core_unary(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     return operate(mod, OP_UNARY, args, nargs);
 }
 
+/* ---------------------------------------------------------------- functions */
+
+/* _core.Function(op, fn): a namespace function that is one table row (ga.add, ga.exp ...):
+ * called with exactly its operands and no keywords it is apply(op, operands) with no
+ * Python frame between the caller and the dispatch; any other call is fn's own (so every
+ * error of a wrong call is the Python function's).  Its attributes (name, docstring,
+ * __wrapped__ and so the signature) are fn's, set by functools.update_wrapper; it pickles by
+ * its qualified name, as a function does. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *op, *fn, *dict;
+    Py_ssize_t nin;
+    vectorcallfunc vectorcall;
+} FunctionObject;
+
+static PyObject *compute_module; /* borrowed: _core lives as long as the process */
+
+static PyObject *Function_vectorcall(FunctionObject *self, PyObject *const *args,
+                                     size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n != self->nin || (kwnames != NULL && PyTuple_GET_SIZE(kwnames)))
+        return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    return apply(compute_module, self->op, NULL, args, n, Py_None);
+}
+
+static PyObject *Function_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"op", "fn", "nin", NULL};
+    PyObject *op, *fn;
+    Py_ssize_t nin;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOn:Function", names, &op, &fn, &nin))
+        return NULL;
+    if (!PyCallable_Check(fn) || nin < 1 || nin > MAX_IN) {
+        PyErr_Format(PyExc_ValueError, "Function(op, fn, nin): fn must be callable and nin "
+                     "1 to %d, got nin=%zd", MAX_IN, nin);
+        return NULL;
+    }
+    FunctionObject *self = (FunctionObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->op = Py_NewRef(op);
+    self->fn = Py_NewRef(fn);
+    self->nin = nin;
+    self->vectorcall = (vectorcallfunc)Function_vectorcall;
+    return (PyObject *)self;
+}
+
+static int Function_traverse(FunctionObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->op);
+    Py_VISIT(self->fn);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int Function_clear(FunctionObject *self)
+{
+    Py_CLEAR(self->op);
+    Py_CLEAR(self->fn);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void Function_dealloc(FunctionObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    Function_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Function_reduce(FunctionObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyObject_GetAttrString((PyObject *)self, "__qualname__");
+}
+
+static PyObject *Function_repr(FunctionObject *self)
+{
+    PyObject *name = PyObject_GetAttrString((PyObject *)self, "__qualname__");
+    if (name == NULL) {
+        PyErr_Clear();
+        return PyUnicode_FromString("<gpuarrays function>");
+    }
+    PyObject *r = PyUnicode_FromFormat("<gpuarrays function %S>", name);
+    Py_DECREF(name);
+    return r;
+}
+
+static PyMethodDef Function_methods[] = {
+    {"__reduce__", (PyCFunction)Function_reduce, METH_NOARGS, NULL},
+    {NULL}};
+
+static PyMemberDef Function_members[] = {
+    {"_op", T_OBJECT, offsetof(FunctionObject, op), READONLY, "The table row."},
+    {NULL}};
+
+static PyGetSetDef Function_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL}};
+
+PyTypeObject ga_FunctionType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "gpuarrays._core.Function",
+    .tp_doc = "Function(op, fn, nin): a namespace function that is one elementwise table row "
+              "(see compute.c).",
+    .tp_basicsize = sizeof(FunctionObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_new = Function_new,
+    .tp_dealloc = (destructor)Function_dealloc,
+    .tp_traverse = (traverseproc)Function_traverse,
+    .tp_clear = (inquiry)Function_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(FunctionObject, vectorcall),
+    .tp_dictoffset = offsetof(FunctionObject, dict),
+    .tp_repr = (reprfunc)Function_repr,
+    .tp_methods = Function_methods,
+    .tp_members = Function_members,
+    .tp_getset = Function_getset,
+};
+
 static PyMethodDef compute_functions[] = {
     {"binary", (PyCFunction)(void (*)(void))core_binary, METH_FASTCALL,
      "binary(name, a, b): a <op> b (the hook of _array/hooks.py)."},
@@ -1056,6 +1176,7 @@ static PyMethodDef compute_functions[] = {
 
 int ga_compute_init(PyObject *m)
 {
+    compute_module = m;
     if ((str_out = PyUnicode_InternFromString("out")) == NULL
             || (str_quiet_key = PyUnicode_InternFromString("gpuarrays._core.quiet")) == NULL
             || (kwnames_out = PyTuple_Pack(1, str_out)) == NULL)

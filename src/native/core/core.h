@@ -174,6 +174,7 @@ extern PyTypeObject ga_PoolType;    /* pool.c */
 extern PyTypeObject ga_CacheType;   /* cache.c */
 extern PyTypeObject ga_GateType;    /* gate.c */
 extern PyTypeObject ga_PlanType;    /* compute.c */
+extern PyTypeObject ga_FunctionType; /* compute.c */
 extern PyTypeObject ga_ClKernelType; /* launch.c */
 extern PyTypeObject ga_LaunchType;   /* launch.c */
 extern PyTypeObject ga_DeviceEngineType; /* launch.c */

@@ -211,9 +211,10 @@ PyMODINIT_FUNC PyInit__core(void)
     PyTypeObject *types[] = {&ga_LockType, &ga_StateType, &ga_EpochType, &ga_StorageType,
                              &ga_ArrayType, &ga_PoolType, &ga_CacheType, &ga_GateType,
                              &ga_PlanType, &ga_WorkingType, &ga_WriterType, &ga_FillerType,
-                             &ga_UploaderType};
+                             &ga_UploaderType, &ga_FunctionType};
     const char *names[] = {"Lock", "State", "Epoch", "Storage", "Array", "Pool", "Cache",
-                           "Gate", "Plan", "Working", "Writer", "Filler", "Uploader"};
+                           "Gate", "Plan", "Working", "Writer", "Filler", "Uploader",
+                           "Function"};
     PyObject *m = PyModule_Create(&core_module);
     if (m == NULL)
         return NULL;
