@@ -467,6 +467,8 @@ def round(x, /, decimals=0):
     ``decimals >= 0``; for negative ``decimals`` they go through the default floating
     type and back (float32 on a device without float64, exact only below 2**24).
     """
+    if decimals.__class__ is int and decimals == 0:  # the common call, checked first
+        return apply(OPS["round"], (x,))
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
         raise TypeError(f"round(): decimals must be an int, got {type(decimals).__name__} "
                         f"{decimals!r:.40}")
