@@ -5,6 +5,12 @@ with NumPy (OpenBLAS) and PyTorch CPU on the host; on a CUDA device CuPy (cuBLAS
 figure is GFLOP/s (2 N^3 operations per product), each call followed by a synchronize.  The
 target (docs/design.md, "Performance"): 1024 x 1024 float32 on a device back-end at least
 0.25x NumPy's GFLOP/s on the same cores.
+
+Then the normal equations' products of the least-squares program (cli/bench_programs.py),
+``x.T @ x`` and ``x.T @ y`` of a tall ``x`` (24000 x 256; quick 8000 x 128) and ``y`` of 8
+columns, float32 and float64: a transposed view read in place, a symmetric result (NumPy's
+OpenBLAS computes half of it, as gpuarrays' CPU OpenCL kernel does) and a result narrower
+than a block of columns.  Their figure counts the whole product's 2 m n k operations.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from . import bench as b
 __all__ = ["bench_linalg"]
 
 SIZES = (256, 1024, 2048)
+TALL = {"full": (24_000, 256), "quick": (8_000, 128), "smoke": (400, 16)}
+"""``(m, n)`` of the tall ``x`` of the normal-equation products, by settings name."""
 
 
 def bench_linalg(dev, settings, libs, rows, targets) -> None:
@@ -67,3 +75,31 @@ def bench_linalg(dev, settings, libs, rows, targets) -> None:
             a1.free()
             a2.free()
             libs["progress"].step(f"linalg {label}")
+        _normal_equations(dev, dtype, TALL.get(settings.name, TALL["full"]), few, libs, rows)
+
+
+def _normal_equations(dev, dtype: str, size: tuple[int, int], settings, libs, rows) -> None:
+    """Rows for ``x.T @ x`` and ``x.T @ y`` (``y`` of 8 columns) of a tall ``x``."""
+    m, n = size
+    torch = libs["torch"]
+    rng = np.random.default_rng(1)
+    hx = rng.standard_normal((m, n)).astype(dtype)
+    hy = rng.standard_normal((m, 8)).astype(dtype)
+    x, y = ga.asarray(hx, device=dev), ga.asarray(hy, device=dev)
+    ns = {"ga": ga, "dev": dev, "x": x, "y": y, "hx": hx, "hy": hy}
+    if torch is not None:
+        ns["tx"], ns["ty"] = torch.from_numpy(hx), torch.from_numpy(hy)
+    for label, expr, cols in ((f"x.T @ x {m}x{n} {dtype}", "{x}.T @ {x}", n),
+                              (f"x.T @ y {m}x{n} by 8 {dtype}", "{x}.T @ {y}", 8)):
+        cases = {
+            "gpuarrays": b.Case(f"({expr.format(x='x', y='y')}).free()\ndev.synchronize()", ns),
+            "numpy": b.Case(expr.format(x="hx", y="hy"), ns),
+            "torch": None if torch is None else b.Case(expr.format(x="tx", y="ty"), ns),
+        }
+        times = b.side_by_side(cases, settings)
+        flops = 2.0 * m * n * cols
+        rows.append(b.Row("linalg", label, "GFLOP/s",
+                          {k: None if t is None else flops / t for k, t in times.items()},
+                          {"m": m, "n": n, "columns": cols, "dtype": dtype}))
+    x.free()
+    y.free()

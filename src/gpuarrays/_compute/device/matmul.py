@@ -10,6 +10,11 @@ each work-item accumulates its ``RM x RN`` register block, rows ``ty + i * TM``
 and columns ``tx + j * TN`` (neighbouring work-items read neighbouring local
 words, which both a GPU's banks and PoCL's work-item vectoriser want).
 
+On CPU OpenCL devices float32 and float64 take the vector kernel instead
+(:func:`_vector_program`: rows x vectors of columns a work-item, no local memory, the
+layout chosen by N); a symmetric product (``x.mT @ x``) leaves out the blocks below the
+diagonal and mirrors the upper triangle (:data:`SYMMETRIC_MIN`).
+
 Accumulators: floats and complex in their own type (float16 in float32),
 integers in the unsigned type of at least 32 bits (wrapping like NumPy, no
 signed overflow in C), converted to the result type at the store.  Floating
@@ -29,8 +34,8 @@ from ..._array.make import new_array
 from ..._array.transfer import copy_raw
 from ...backends._kernels import collapse
 from ...backends.base import RawView
-from .generator import _CTYPE, Operand, Signature, _convert, _load, _store, source
 from . import qualify
+from .generator import _CTYPE, Operand, Signature, _convert, _load, _store, source
 from .launcher import aligned
 from .reduce import _BARRIER, _IDS, _LOCAL, compiled
 
@@ -48,23 +53,42 @@ loop per barrier).  Measured here, float32 1024 x 1024 on PoCL 3.1, machine shar
 6.2-6.4, 8x8 / 8x8 7.1-8.5; without local memory 16x16 / 4x4 13.1 (this entry: integers,
 complex and mixed dtypes; float32/float64 take the vector kernel below)."""
 
-VECTOR = {("cpu", "f4"): ((4, 4, 4, 16), (4, 4, 4, 8)),
-          ("cpu", "f8"): ((4, 4, 4, 8), (4, 4, 4, 4))}
+VECTOR = {("cpu", "f4"): ((4, 4, 4, 16), (4, 4, 4, 8), (4, 16, 1, 16), (4, 8, 2, 8),
+                          (4, 16, 1, 8)),
+          ("cpu", "f8"): ((4, 4, 4, 8), (4, 4, 4, 4), (4, 16, 1, 8), (4, 16, 2, 4),
+                          (4, 16, 1, 4))}
 """The layouts ``(work-items per group, rows, vectors, vector width)`` of the vector kernel,
-by (launch hint, dtype key), best first: the first whose shape the device qualifies runs
-(``qualify.py``; PoCL 3.0's LLVM 14 aborts the process on ``fma`` of 16 floats or 8
-doubles, so there the half-width layout runs).  Measured here, float32 1024 x 1024
-(GFLOP/s, NumPy's in the same run in brackets): 4 items x 6 rows x 2 vectors of 16 44.8
-(49); 8 rows x 2 vectors 89-104 (49-69); 4 rows x 4 vectors 131-205 (49-196); 4 rows x 6
-vectors 30 (72, spills: 24 accumulators of 16 floats); 1 item per group 43-53.  float64,
-4 x 4 vectors of 8: 33 (39).  16 accumulators fill half of AVX-512's registers."""
+by (launch hint, dtype key), widest block of columns first: the first whose shape the device
+qualifies (``qualify.py``; PoCL 3.0's LLVM 14 aborts the process on ``fma`` of 16 floats or
+8 doubles, so there the half-width layouts run) and whose block (vectors x width columns)
+fits in N runs, else the narrowest the device qualifies (:func:`_vector_layout`).  Columns
+beyond the last full block take a scalar loop, so a block wider than N would run every
+column scalar: ``A.T @ b`` of 24000 x 256 by 8 columns (float32) took 17-24 ms in 64
+columns, 4.7-5.8 in 16 rows x 1 vector of 8 (NumPy 4.4-7).  Measured here, float32
+1024 x 1024 (GFLOP/s, NumPy's in the same run in brackets): 4 items x 6 rows x 2 vectors
+of 16 44.8 (49); 8 rows x 2 vectors 89-104 (49-69); 4 rows x 4 vectors 131-205 (49-196);
+4 rows x 6 vectors 30 (72, spills: 24 accumulators of 16 floats); 1 item per group 43-53.
+float64, 4 x 4 vectors of 8: 33 (39).  16 accumulators fill half of AVX-512's registers;
+with every operand in L1 (K strides 0) 4 x 4, 6 x 4, 12 x 2 and 14 x 2 vectors of 16 all
+reach the core's FMA peak (114 GFLOP/s per CPU-second here, what C intrinsics reach too)."""
 
-KC = {"f4": 256, "f8": 256}
-"""Rows of ``B`` per launch of the vector kernel (K in chunks of a 64 KiB panel of B), by
-dtype key.  Measured here (2048 x 2048, PoCL, machine shared): float32 10.6 GFLOP/s with K
-whole, 29.6 / 39.6 / 33.1 with chunks of 512 / 256 / 128 (NumPy 30-59 in the same runs);
-float64 4.2 whole, 10.3 in chunks of 256 (NumPy 15); 1024 x 1024 float32 30.5 whole, 34.8
-in chunks of 256."""
+PANEL_BYTES = 65536
+"""Bytes of ``B`` per launch of the vector kernel: K is taken in chunks of
+``PANEL_BYTES / (block columns x item size)`` rows (256 for 64 float32 or 32 float64
+columns), so the panel of B a core streams stays in its cache.  Measured here (2048 x 2048,
+PoCL, machine shared): float32 10.6 GFLOP/s with K whole, 29.6 / 39.6 / 33.1 with chunks of
+512 / 256 / 128 rows of 64 columns (NumPy 30-59 in the same runs); float64 4.2 whole, 10.3
+in chunks of 256 (NumPy 15); 1024 x 1024 float32 30.5 whole, 34.8 in chunks of 256.
+24000 x 256 ``A.T @ A`` float32: chunks of 256 / 512 / 1024 / 2048 rows all 33-39 ms;
+every chunk is a launch (30-60 us each on PoCL here)."""
+
+SYMMETRIC_MIN = 1 << 22
+"""Fewest multiply-adds (M x N x K) of a symmetric product (``x.mT @ x``, ``x @ x.mT``) for
+which the vector kernel leaves out the blocks below the diagonal and a second launch
+mirrors the upper triangle (``syrk``'s saving, as NumPy's OpenBLAS does): a launch costs
+30-60 us on PoCL here, about what 4M multiply-adds take.  With 64-column blocks it leaves
+out 37.5% of a 256 x 256 result, towards half for larger ones; 24000 x 256 float32
+``x.T @ x`` went from 41 to 22 ms of CPU time (and exactly symmetric results)."""
 
 KERNEL_BATCH_DIMS = 1
 """Collapsed batch dimensions a kernel takes; leading ones beyond loop on the host."""
@@ -228,12 +252,17 @@ def _vector_shape(key: str, width: int) -> str:
     return f"matmul_vector_{key}x{width}"
 
 
-def _vector_layout(dev, hint: str, key: str) -> tuple | None:
-    """The best vector layout the device qualifies for ``key`` results, or None."""
+def _vector_layout(dev, hint: str, key: str, n: int) -> tuple | None:
+    """The vector layout for ``key`` results of ``n`` columns: the first the device
+    qualifies whose block of columns fits in ``n``, else the narrowest it qualifies, else
+    None."""
+    found = None
     for layout in VECTOR.get((hint, key), ()):
         if qualify.allows(dev, _vector_shape(key, layout[3])):
-            return layout
-    return None
+            found = layout
+            if layout[2] * layout[3] <= n:
+                break
+    return found
 
 
 LOCAL_BYTES_MAX = 32768
@@ -297,10 +326,12 @@ def run(a, b, result, hint: str | None = None) -> None:
     temps: list = []
     try:
         rc = result._raw()
-        vec = _vector_layout(dev, hint, rkey) if dev.backend == "opencl" else None
+        vec = _vector_layout(dev, hint, rkey, N) if dev.backend == "opencl" else None
         if vec is not None and not (a._dtype == b._dtype == result._dtype
                                     and rc.strides[-1] == rc.dtype.itemsize):
             vec = None
+        sym = (vec is not None and N > vec[2] * vec[3] and M * N * K >= SYMMETRIC_MIN
+               and _transposes(a._raw(), b._raw()))
         ra = _aligned_view(a, temps)
         if vec is not None and b._strides[-1] != b._dtype.itemsize:
             # the vector kernel loads rows of B: a contiguous device copy (K x N work
@@ -342,7 +373,7 @@ def run(a, b, result, hint: str | None = None) -> None:
         groups = bshape[-1] * tiles_m * tiles_n
         # the vector kernel takes K in chunks (C += A[:, chunk] B[chunk]), so the panel of B
         # a core streams stays in its cache
-        chunk = K if vec is None else KC.get(rkey, K)
+        chunk = K if vec is None else max(1, PANEL_BYTES // (vec[2] * vec[3] * rc.dtype.itemsize))
         for idx in outer:
             oa = sum(i * st for i, st in zip(idx, sa, strict=False))
             ob = sum(i * st for i, st in zip(idx, sb, strict=False))
@@ -353,11 +384,50 @@ def run(a, b, result, hint: str | None = None) -> None:
                           kn, sam, sak, sbk, sbn, scm, scn, sa[-1], sb[-1], sc[-1], tiles_m,
                           tiles_n]
                 if vec is not None:
-                    values.append(int(k0 > 0))
+                    values += [int(k0 > 0), int(sym)]
                 kernel.launch(values, groups * L, L)
+            if sym:  # the blocks left out below the diagonal: the transposes of those above
+                mirror = compiled(dev, Mirror(dev.backend, rkey), _mirror_program, _kernels,
+                                  _lock)
+                mirror.launch([rc.ptr + oc, M, scm, scn, sc[-1]], bshape[-1] * M, 1)
     finally:
         for t in temps:
             t.free()
+
+
+def _transposes(ra: RawView, rb: RawView) -> bool:
+    """Whether ``ra`` is ``rb`` with its last two axes swapped (``x.mT @ x`` or
+    ``x @ x.mT``): the same memory, so the product is symmetric."""
+    return (ra.ptr == rb.ptr and ra.dtype == rb.dtype and ra.shape[:-2] == rb.shape[:-2]
+            and ra.strides[:-2] == rb.strides[:-2]
+            and ra.shape[-2:] == rb.shape[-1:-3:-1] and ra.strides[-2:] == rb.strides[-1:-3:-1])
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """The kernel that copies the upper triangle of a batch of square results to the lower
+    (``C[i, j] = C[j, i]`` for ``i > j``): the end of a symmetric product."""
+
+    dialect: str
+    key: str
+
+
+def _mirror_program(d, s: Mirror) -> tuple[str, str, list[str]]:
+    """One work-item per row ``i`` of one matrix of the batch: ``C[i, :i] = C[:i, i]``."""
+    ct = _CTYPE[s.key]
+    g = d.glob
+    name = f"mm_mirror_{s.key}"
+    params = [("ptr", f"{g}u8 *pc"), ("i8", "i64 M"), ("i8", "i64 scm"), ("i8", "i64 scn"),
+              ("i8", "i64 scb")]
+    glo = _IDS[s.dialect][2]
+    body = (f"{d.kernel} void {name}({', '.join(p for _, p in params)}) {{\n"
+            f"    i64 t = {glo}, bt = t / M, i = t - bt * M;\n"
+            f"    pc += bt * scb;\n"
+            f"    for (i64 j = 0; j < i; ++j)\n"
+            f"        *({g}{ct} *)(pc + i * scm + j * scn) = "
+            f"*({g}const {ct} *)(pc + j * scm + i * scn);\n}}\n")
+    sig = Signature("multiply", s.key, (Operand(s.key, s.key), Operand(s.key, s.key)))
+    return source(d, [sig]) + body, name, [t for t, _ in params]
 
 
 _PARAMS = ("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn", "sab", "sbb", "scb",
@@ -383,13 +453,14 @@ def _vector_program(d, s: Spec) -> tuple[str, str, list[str]]:
     params = [("ptr", f"{g}const u8 *pa"), ("ptr", f"{g}const u8 *pb"), ("ptr", f"{g}u8 *pc")]
     params += [("i8", f"i64 {v}") for v in _PARAMS]
     params.append(("i8", "i64 more"))  # 0: C = A B; 1: C += A B (a later chunk of K)
+    params.append(("i8", "i64 sym"))  # 1: C symmetric, blocks below the diagonal left out
     decl = ", ".join(p for _, p in params)
     lines = [f"__kernel void {name}({decl}) {{\n",
              "    i64 l = get_local_id(0), grp = get_group_id(0);\n",
              "    i64 per = tiles_m * tiles_n, bt = grp / per, rest = grp - bt * per;\n",
              "    i64 tni = rest / tiles_m, tmi = rest - tni * tiles_m;\n",
              f"    i64 m0 = (tmi * {L} + l) * {RM}, n0 = tni * {NB};\n",
-             "    if (m0 >= M) return;\n",
+             f"    if (m0 >= M || (sym && m0 >= n0 + {NB})) return;\n",
              "    pa += bt * sab; pb += bt * sbb; pc += bt * scb;\n"]
     lines += [f"    {g}const u8 *ra{i} = pa + min(m0 + {i}, M - 1) * sam;\n" for i in range(RM)]
     lines.append(f"    if (n0 + {NB} <= N) {{\n")
