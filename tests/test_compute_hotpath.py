@@ -460,3 +460,33 @@ def test_a_loop_that_raises_raises_with_or_without_the_gil():
         with np.errstate(all="raise"):  # the loop's flags are not left for NumPy to find
             ga.asarray(np.ones(n, np.float32), device=dev) / 0.0
             np.add(np.ones(3), 1.0)
+
+
+@pytest.mark.parametrize("name,dtype", [
+    ("floor_divide", "float16"), ("floor_divide", "float32"), ("floor_divide", "float64"),
+    ("tanh", "complex64"), ("tanh", "complex128"), ("sign", "complex64"),
+    ("sign", "complex128")])
+def test_standard_fixes_run_numpys_loop_only_while_everything_is_finite(name, dtype):
+    """Where the standard's values differ from NumPy's only at infinities and NaN, finite
+    operands run NumPy's loop directly and any infinity or NaN (an array element, or a
+    scalar) runs the fix: both give what the Python engine gives."""
+    dev = ga.get_device("cpu:0")
+    op = OPS[name]
+    dispatch.PLANS[op].forget()
+    h = _host(dtype, 300, 3)[3:]  # finite
+    h2 = _host(dtype, 300, 4)[3:] + 3
+    specials = [np.inf, -np.inf, np.nan]
+    cases = [(h, h2)]
+    for k, v in enumerate(specials):
+        bad = h.copy()
+        bad[7 * k + 1] = v if np.dtype(dtype).kind == "f" else complex(v, 1.0)
+        cases += [(bad, h2), (h2, bad)]
+    for x1, x2 in cases:
+        args = tuple(ga.asarray(v, device=dev) for v in ((x1, x2) if op.nin == 2 else (x1,)))
+        with np.errstate(all="ignore"):
+            _same(dispatch.apply(op, args), dispatch.apply_slow(op, args))
+    assert dispatch.PLANS[op].direct() == 1
+    if op.nin == 2:
+        a = ga.asarray(h, device=dev)
+        for s in (2.5, float("inf"), float("nan")):
+            _same(dispatch.apply(op, (a, s)), dispatch.apply_slow(op, (a, s)))

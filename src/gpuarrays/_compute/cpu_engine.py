@@ -192,18 +192,22 @@ def kernel(op: Op):
 _PACKABLE = {"b": "b", "i": "i", "u": "u", "f": "f", "c": "c"}
 
 
-def direct_loop(op: Op, keys: tuple, arg_dtypes: tuple, dt: np.dtype):
+def direct_loop(op: Op, keys: tuple, arg_dtypes: tuple, dt: np.dtype,
+                finite_only: bool = False):
     """NumPy's own strided loop for ``op`` over ``arg_dtypes -> dt``, for the compiled
     engine to call with no ufunc call around it (docs/performance.md, "The elementwise host
     path"), or None when the ufunc must be called.
 
-    Returns ``(call_info, itemsizes, packs)``: the capsule of
+    Returns ``(call_info, itemsizes, packs, finite_only)``: the capsule of
     ``ufunc._resolve_dtypes_and_context`` with its loop filled in by
     ``ufunc._get_strided_loop`` (NumPy's own implementation for exactly these dtypes, the one
-    a ufunc call would run), the item sizes of the operands and the result, and per operand
-    ``"-"`` (an array) or the kind and size a Python scalar is packed as (``"f4"``).  Only
-    when every array operand already has its argument dtype (no cast) and NumPy resolves the
-    loop to exactly those dtypes; float16 scalars are left to the ufunc.
+    a ufunc call would run), the item sizes of the operands and the result, per operand
+    ``"-"`` and its dtype's kind (an array: ``"-f"``) or the kind and size a Python scalar is
+    packed as (``"f4"``), and whether the loop may run only when every operand is finite
+    (``finite_only``: a standard fix of :data:`_STANDARD` that differs from NumPy only at
+    infinities and NaN, which runs instead otherwise).  Only when every array operand
+    already has its argument dtype (no cast) and NumPy resolves the loop to exactly those
+    dtypes; float16 scalars are left to the ufunc.
     """
     ufunc = op.ufunc
     if not isinstance(ufunc, np.ufunc) or ufunc.nout != 1 or ufunc.nin != len(keys):
@@ -213,7 +217,7 @@ def direct_loop(op: Op, keys: tuple, arg_dtypes: tuple, dt: np.dtype):
         if isinstance(key, np.dtype):
             if key != adt:
                 return None  # NumPy would cast this operand: the ufunc call does it
-            packs.append("-")
+            packs.append("-" + key.kind)
         elif adt.kind in _PACKABLE and adt != np.float16 and adt.isnative:
             packs.append(f"{_PACKABLE[adt.kind]}{adt.itemsize}")
         else:
@@ -225,7 +229,7 @@ def direct_loop(op: Op, keys: tuple, arg_dtypes: tuple, dt: np.dtype):
         ufunc._get_strided_loop(info)
     except Exception:  # noqa: BLE001 -- no loop for these dtypes, or another NumPy: call it
         return None
-    return info, tuple(d.itemsize for d in (*arg_dtypes, dt)), tuple(packs)
+    return info, tuple(d.itemsize for d in (*arg_dtypes, dt)), tuple(packs), finite_only
 
 
 def own_kernel(op: Op) -> bool:
@@ -392,6 +396,11 @@ _STANDARD = {"floor_divide": ("f", _floor_divide), "expm1": ("c", _expm1_complex
              "tanh": ("c", _tanh_complex), "sign": ("c", _sign_complex)}
 """Operation -> (result dtype kinds, ``fn(z, *xs)``) where the standard's values are not
 NumPy's ufunc's."""
+
+FINITE_AGREES = frozenset(("floor_divide", "tanh", "sign"))
+"""The fixes above that change nothing when every operand is finite: the compiled engine
+runs NumPy's loop directly for finite operands (``direct_loop(finite_only=True)``) and the
+fix only when an infinity or NaN is there (``expm1`` also fixes zeros)."""
 
 
 def standard_fix(op: Op, dt: np.dtype) -> bool:

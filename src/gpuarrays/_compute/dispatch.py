@@ -316,6 +316,8 @@ def _typer(op: Op):
                                         partial(_compiled_launch, op, dev, arg_dtypes))
         elif cpu_engine.standard_fix(op, dt):
             engine = partial(_run_cpu, op)
+            if op.name in cpu_engine.FINITE_AGREES:  # NumPy's loop while all is finite
+                direct = cpu_engine.direct_loop(op, keys, arg_dtypes, dt, finite_only=True)
         else:
             engine = None
             if (op.typing == "ufunc" and not cpu_engine.own_kernel(op)) or (

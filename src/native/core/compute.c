@@ -182,8 +182,11 @@ typedef struct {
     StridedLoop loop; /* NULL: call the ufunc */
     void *context, *auxdata;
     char fpe;                       /* the loop may set floating-point flags */
+    char finite_only;               /* run only when every operand is finite (a standard fix
+                                     * that only differs from NumPy at infinities and NaN) */
     Py_ssize_t itemsize[MAX_IN + 1]; /* the operands', then the result's */
     char pack[MAX_IN];              /* 0: an array operand; else a scalar's kind (b i u f c) */
+    char complex_[MAX_IN];          /* an array operand of a complex dtype */
 } DirectLoop;
 
 typedef struct {
@@ -223,14 +226,15 @@ static void typing_clear(Typing *t)
         Py_XDECREF(old[i]);
 }
 
-/* The direct loop a typer described ((call_info, itemsizes, packs), see
+/* The direct loop a typer described ((call_info, itemsizes, packs[, finite_only]), see
  * cpu_engine.direct_loop), or none (d->loop NULL) for None or anything else: a NumPy
  * whose capsule is not the documented one is simply called through its ufunc. */
 static void direct_parse(PyObject *desc, int nin, DirectLoop *d)
 {
     memset(d, 0, sizeof *d);
-    if (!PyTuple_CheckExact(desc) || PyTuple_GET_SIZE(desc) != 3)
+    if (!PyTuple_CheckExact(desc) || PyTuple_GET_SIZE(desc) < 3 || PyTuple_GET_SIZE(desc) > 4)
         return;
+    int finite_only = PyTuple_GET_SIZE(desc) == 4 && PyObject_IsTrue(PyTuple_GET_ITEM(desc, 3)) == 1;
     PyObject *cap = PyTuple_GET_ITEM(desc, 0), *sizes = PyTuple_GET_ITEM(desc, 1),
              *packs = PyTuple_GET_ITEM(desc, 2);
     if (!PyCapsule_IsValid(cap, CALL_INFO_NAME) || !PyTuple_CheckExact(sizes)
@@ -258,10 +262,12 @@ static void direct_parse(PyObject *desc, int nin, DirectLoop *d)
             return;
         }
         d->pack[k] = p[0] == '-' ? 0 : p[0];
+        d->complex_[k] = p[0] == '-' && p[1] == 'c';
     }
     d->context = info->context;
     d->auxdata = info->auxdata;
     d->fpe = !info->no_floatingpoint_errors;
+    d->finite_only = (char)finite_only;
     d->loop = info->loop;
 }
 
@@ -398,7 +404,7 @@ static Typing *plan_typing(PlanObject *p, PyObject *device, PyObject **keys)
     t->limits = Py_NewRef(PyTuple_GET_ITEM(r, 1));
     t->engine = Py_NewRef(PyTuple_GET_ITEM(r, 2));
     t->gate = Py_NewRef(PyTuple_GET_ITEM(r, 3));
-    if (PyTuple_GET_SIZE(r) == 5 && t->engine == Py_None) {
+    if (PyTuple_GET_SIZE(r) == 5) { /* the typer gives one for cpu typings only */
         direct_parse(PyTuple_GET_ITEM(r, 4), p->nin, &t->direct);
         if (t->direct.loop != NULL)
             t->direct_info = Py_NewRef(PyTuple_GET_ITEM(r, 4));
@@ -635,6 +641,50 @@ static int pack_scalar(PyObject *x, char kind, Py_ssize_t size, void *buf)
     return 1;
 }
 
+/* Whether n floating-point items of `size` bytes (2, 4, 8; a complex item is two) at p, `step`
+ * bytes apart, are all finite: no exponent of all ones. */
+static int all_finite(const char *p, Py_ssize_t n, Py_ssize_t step, Py_ssize_t size)
+{
+    int bad = 0;
+    if (size == 4) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint32_t v;
+            memcpy(&v, p + i * step, 4);
+            bad |= (v & 0x7f800000u) == 0x7f800000u;
+        }
+    } else if (size == 8) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint64_t v;
+            memcpy(&v, p + i * step, 8);
+            bad |= (v & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+        }
+    } else if (size == 2) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, p + i * step, 2);
+            bad |= (v & 0x7c00u) == 0x7c00u;
+        }
+    } else {
+        return 0;
+    }
+    return !bad;
+}
+
+/* all_finite over one operand of the loop: `size`-byte items (real, or complex of two
+ * halves) read `step` bytes apart (0: one item). */
+static int operand_finite(const char *p, Py_ssize_t n, Py_ssize_t step, Py_ssize_t size,
+                          int complex_)
+{
+    if (step == 0)
+        n = 1;
+    if (!complex_)
+        return all_finite(p, n, step ? step : size, size);
+    Py_ssize_t half = size / 2; /* contiguous complex items are 2n contiguous halves */
+    if (step == size || n == 1)
+        return all_finite(p, 2 * n, half, half);
+    return 0;
+}
+
 /* result[...] = op(*xs) by NumPy's own strided loop, with no ufunc call around it, when
  * the layout is one run of elements: the result C-contiguous, each array operand
  * C-contiguous of the result's shape or of one element (read with a zero step), scalars
@@ -686,6 +736,12 @@ static int run_direct(const DirectLoop *d, int nin, ArrayObject *result, PyObjec
                 && !(addr == zaddr && steps[k] == zsize && size == zsize))
             return 1; /* overlapping the output other than exactly: NumPy copies */
         data[k] = (char *)addr;
+    }
+    if (d->finite_only) { /* an infinity or NaN anywhere: the standard's fix runs instead */
+        for (int k = 0; k < nin; k++)
+            if (!operand_finite(data[k], n, steps[k], d->itemsize[k], d->pack[k] == 'c'
+                                || (d->pack[k] == 0 && d->complex_[k])))
+                return 1;
     }
     data[nin] = (char *)zaddr;
     steps[nin] = zsize;
@@ -896,14 +952,14 @@ static PyObject *apply_plan(PyObject *mod, PlanObject *p, PyObject *op, PyObject
     for (int i = 0; !rc && i < nheld; i++)
         rc = !ga_work_live(held[i]);
     if (rc == 0) {
-        if (engine == Py_None) {
-            rc = direct.loop != NULL ? run_direct(&direct, p->nin, result, xs) : 1;
-            if (rc == 1)
-                rc = run_cpu(p, result, xs);
-        } else {
+        /* NumPy's loop directly where the typing has one and the layout (and, for a
+         * standard fix, every operand's finiteness) allows; else the engine */
+        rc = direct.loop != NULL ? run_direct(&direct, p->nin, result, xs) : 1;
+        if (rc == 1 && engine == Py_None) {
+            rc = run_cpu(p, result, xs);
+        } else if (rc == 1) {
             /* a compiled launch (launch.c) where it has one, else the Python engine */
             PyObject *fn = engine;
-            rc = 1;
             if (ga_device_engine_check(engine)) {
                 rc = ga_device_engine_run(engine, (PyObject *)result, xs, (int)n, tuple, given);
                 fn = ga_device_engine_fallback(engine);
