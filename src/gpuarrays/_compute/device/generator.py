@@ -177,6 +177,23 @@ def _load(d: Dialect, key: str, p: str, aligned: bool) -> str:
     return raw(storage, p)
 
 
+def _load_as(d: Dialect, key: str, compute: str, p: str, aligned: bool) -> str:
+    """The element of storage key ``key`` at ``p`` in the compute representation of
+    ``compute``.  float16 computed in float64 (or complex128) goes straight to double where
+    the dialect has ``half_to_double``: through float, the conversion to double would quiet
+    a signalling NaN that NumPy's ``npy_halfbits_to_doublebits`` keeps."""
+    if key == "f2" and compute in ("f8", "c16") and _has_half_to_double(d):
+        g = d.glob
+        raw = (f"(*({g}const u16 *)({p}))" if aligned else f"ld_u16({p})")
+        v = f"half_to_double({raw})"
+        return v if compute == "f8" else f"c_make_c16({v}, 0)"
+    return _convert(d, key, compute, _load(d, key, p, aligned))
+
+
+def _has_half_to_double(d: Dialect) -> bool:
+    return "half_to_double" in d.half_src(True)
+
+
 def _store(d: Dialect, key: str, p: str, aligned: bool, v: str, vkey: str) -> str:
     """Statement storing the value ``v`` (compute representation of ``vkey``) as ``key``."""
     g, storage = d.glob, _STORAGE[key]
@@ -401,7 +418,7 @@ def body_function(d: Dialect, f: Fused, name: str) -> tuple[str, str, list[tuple
                      else f"s{k}")
         else:
             params.append(("ptr", f"{d.glob}const u8 *a{k}"))
-            v = _convert(d, o.storage, o.compute, _load(d, o.storage, f"a{k}", o.aligned))
+            v = _load_as(d, o.storage, o.compute, f"a{k}", o.aligned)
         body.append(f"    {_CTYPE[o.compute]} v{k} = {v};\n")
     n = len(f.operands)
     for j, step in enumerate(f.steps):
@@ -427,7 +444,7 @@ def _operand_values(d: Dialect, f: Fused) -> list[str]:
                 v = f"s{k}"
         else:
             a = m + k
-            v = _convert(d, o.storage, o.compute, _load(d, o.storage, f"p{a} + o{a}", o.aligned))
+            v = _load_as(d, o.storage, o.compute, f"p{a} + o{a}", o.aligned)
         body.append(f"    {_CTYPE[o.compute]} v{k} = {v};\n")
     return body
 
