@@ -226,11 +226,14 @@ def convert_targets(src_key: str, doubles: bool = True) -> tuple[str, ...]:
     )
 
 
-def convert_kernel_names(dst_keys: Iterable[str]) -> tuple[str, ...]:
+def convert_kernel_names(dst_keys: Iterable[str], exact: bool = False) -> tuple[str, ...]:
     """The kernels of a conversion program: ``convert_<dst>`` (any layout) and
     ``convert_<dst>_c`` (two dense 1-d views: addresses ``i * itemsize``, which a
-    CPU device's compiler vectorises; about 1.5x faster on PoCL)."""
-    return tuple(name for k in dst_keys for name in (f"convert_{k}", f"convert_{k}_c"))
+    CPU device's compiler vectorises; about 1.5x faster on PoCL); with ``exact`` also
+    ``convert_<dst>_x``, the dense kernel without a bounds check, for a launch whose
+    work-items are exactly the elements (docs/performance.md, "Conversions")."""
+    kinds = ("", "_c", "_x") if exact else ("", "_c")
+    return tuple(f"convert_{k}{kind}" for k in dst_keys for kind in kinds)
 
 
 # Dialects -------------------------------------------------------------------------------
@@ -433,14 +436,22 @@ def access_source(d: Dialect, ctype: str, aligned: bool, store: bool) -> str:
     return f"{fn} {ctype} ld_{ctype}({g}const u8 *p) {{ {bytewise} {each} x.b[k] = p[k]; return x.v; }}\n"
 
 
-def _convert_kernel(d: Dialect, src_key: str, dst_key: str, contiguous: bool = False) -> str:
+def _convert_kernel(d: Dialect, src_key: str, dst_key: str, kind: str = "") -> str:
     """``convert_<dst>``: load (re, im), convert with NumPy's unsafe casting, store.
-    ``contiguous``: ``convert_<dst>_c``, for two dense 1-d views."""
+    ``kind``: ``""`` any layout; ``"c"`` (``convert_<dst>_c``) two dense 1-d views;
+    ``"x"`` (``convert_<dst>_x``) the same without a bounds check, for a launch of
+    exactly ``n`` work-items (a masked tail keeps PoCL from vectorising the loop)."""
     s, t = SCALARS[src_key], SCALARS[dst_key]
     ld, st = f"ld_{s.storage}", f"st_{t.storage}"
     # load: re, im (im only for complex sources), in the source's real type
     if s.kind == "b":
         load = f"u8 re = (u8)({ld}(ps) != 0);"
+    elif src_key == "f2" and t.kind == "b":  # x != 0: every bit but the sign's (NaN is true)
+        load = f"u16 re = (u16)({ld}(ps) & 0x7fffu);"
+    elif src_key == "f2" and t.kind in "iu":  # the value as far as a truncation to integer sees
+        load = f"float re = half_for_int({ld}(ps));"
+    elif src_key == "f2" and t.real == "double":  # straight to double: a signalling NaN stays one
+        load = f"double re = half_to_double({ld}(ps));"
     elif src_key == "f2":
         load = f"float re = half_to_float({ld}(ps));"
     elif s.kind == "c":
@@ -460,22 +471,26 @@ def _convert_kernel(d: Dialect, src_key: str, dst_key: str, contiguous: bool = F
         store = f"{st}(pd, ({t.real})(re));"
     g = d.glob
     sizes = (2 * t.size if t.kind == "c" else t.size, 2 * s.size if s.kind == "c" else s.size)
-    offsets = (f"        i64 od = i * {sizes[0]}, os = i * {sizes[1]};\n" if contiguous else
+    offsets = (f"        i64 od = i * {sizes[0]}, os = i * {sizes[1]};\n" if kind else
                "        i64 od, os;\n        offsets2(i, ndim, m, &od, &os);\n")
-    return _kernel(
-        d, f"convert_{dst_key}{'_c' if contiguous else ''}", _two_views(d),
-        offsets +
-        f"        {g}const u8 *ps = src + os;\n"
-        f"        {g}u8 *pd = dst + od;\n"
-        f"        {load}\n"
-        f"        {store}\n",
-    )  # fmt: skip
+    body = (offsets +
+            f"        {g}const u8 *ps = src + os;\n"
+            f"        {g}u8 *pd = dst + od;\n"
+            f"        {load}\n"
+            f"        {store}\n")  # fmt: skip
+    name = f"convert_{dst_key}{'_' + kind if kind else ''}"
+    if kind == "x":
+        return (f"\n{d.kernel} void {name}({', '.join(_two_views(d))}) {{\n"
+                f"    i64 i = GRID_START;\n    {{\n{body}    }}\n}}\n")
+    return _kernel(d, name, _two_views(d), body)
 
 
 def convert_source(
-    d: Dialect, src_key: str, dst_keys: Sequence[str], src_aligned: bool, dst_aligned: bool
+    d: Dialect, src_key: str, dst_keys: Sequence[str], src_aligned: bool, dst_aligned: bool,
+    exact: bool = False,
 ) -> str:
-    """Kernels converting from one source type: ``convert_<dst>`` for each of ``dst_keys``.
+    """Kernels converting from one source type: ``convert_<dst>`` for each of ``dst_keys``
+    (the kernels :func:`convert_kernel_names` lists, ``exact`` as there).
 
     One program per source type keeps compiler runs few.  ``*_aligned``:
     whether every address of the view is a multiple of the component size
@@ -493,7 +508,8 @@ def convert_source(
         d.half_src(doubles),
         access_source(d, s.storage, src_aligned, store=False),
         *(access_source(d, t, dst_aligned, store=True) for t in storages),
-        *(_convert_kernel(d, src_key, k, c) for k in dst_keys for c in (False, True)),
+        *(_convert_kernel(d, src_key, k, kind) for k in dst_keys
+          for kind in ("", "c", "x")[: 3 if exact else 2]),
     ]
     return "".join(parts)
 

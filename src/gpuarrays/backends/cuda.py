@@ -249,6 +249,24 @@ DEV float half_to_float(u16 h) {
     return r.f;
 }
 
+/* What a conversion to an integer sees of a float16 (the OpenCL dialect's is cheaper
+   for subnormals, which truncate to 0 either way). */
+DEV float half_for_int(u16 h) { return half_to_float(h); }
+
+/* float16 to double directly (NumPy's npy_halfbits_to_doublebits): through float, the
+   conversion to double would quiet a signalling NaN. */
+DEV double half_to_double(u16 h) {
+    F64Bits r;
+    u64 sign = (u64)(h & 0x8000u) << 48;
+    u32 exp = (h >> 10) & 0x1fu;
+    u64 man = h & 0x3ffu;
+    if (exp == 0x1fu) {
+        r.u = sign | 0x7ff0000000000000ULL | (man << 42);  /* inf, NaN (payload kept) */
+        return r.f;
+    }
+    return (double)half_to_float(h);                       /* exact for every other value */
+}
+
 DEV u16 float_to_half(float value) {
     F32Bits b;
     b.f = value;

@@ -251,13 +251,21 @@ def _to_half(real: str, v: str) -> str:
 
 def _float_to_int(dst_key: str, v: str) -> str:
     """C casts; float to narrow integer goes through int/long as x86 does, so negative
-    values wrap as NumPy's results do there."""
+    values wrap as NumPy's results do there.  To uint32 and uint64 through the signed type
+    of the same width, 2**31 (2**63) taken off the values above it and its bit put back:
+    x86's own unsigned conversion, which NumPy's loops get, and one vector conversion
+    where a 64-bit intermediate (uint32) or a second conversion (uint64) cost PoCL 3.0's
+    generic x86-64 code 1.3-1.5x a bare cast (docs/performance.md, "Conversions").  The
+    float literals (powers of two) keep a float value in float."""
     if dst_key in ("i1", "i2", "u1", "u2"):
         return f"({_kernels.SCALARS[dst_key].real})(int)({v})"
     if dst_key == "u4":
-        return f"(uint)(long)({v})"
+        return (f"(({v}) < 2147483648.0f ? (uint)(int)({v})"
+                f" : (uint)(int)(({v}) - 2147483648.0f) ^ 0x80000000u)")
     if dst_key == "u8":
-        return f"(({v}) < 9223372036854775808.0 ? (ulong)(long)({v}) : (ulong)({v}))"
+        return (f"(({v}) >= 9223372036854775808.0f"
+                f" ? (ulong)(long)(({v}) - 9223372036854775808.0f) ^ 0x8000000000000000UL"
+                f" : (ulong)(long)({v}))")
     return f"({_kernels.SCALARS[dst_key].real})({v})"
 
 
@@ -272,6 +280,19 @@ def _half_src(doubles: bool) -> str:
     builtins behind branches for the NaNs ran at 1.6-1.8x a bare ``vload_half`` /
     ``vstore_half`` kernel; these at its speed.)
 
+    From half: the half's exponent and mantissa bits moved into place (``<< 13``) and
+    rebased (+112 in the exponent; +224 for infinities and NaNs, whose payload moves
+    with them); a subnormal half rebased one step further is ``2**-14 + m * 2**-24``,
+    from which the float subtraction of 2**-14 leaves the value exactly (no float
+    subnormal is ever an operand: a device may flush those).  To double
+    (``half_to_double``: NumPy's ``npy_halfbits_to_doublebits``, where going through
+    float would quiet a signalling NaN): the bits moved into a double (``<< 42``) times
+    2**1008, exact for subnormal halves too (cl_khr_fp64 devices have double
+    subnormals), an infinity's or NaN's exponent completed after.  For a conversion to
+    an integer (``half_for_int``) the subnormal step is left out: a subnormal half
+    becomes a float below 2**-14 of its sign, which truncates to 0 as the half does;
+    every other value is the half's.
+
     To half: a subnormal result is the float's sum with 2**-1 (``0x3f000000``), whose
     low bits are then the half's, rounded by the float addition; a normal one is the
     float's bits rebased (exponent - 112) with the rounding increment ``0xfff`` plus the
@@ -281,10 +302,14 @@ def _half_src(doubles: bool) -> str:
     """
     src = (
         "inline float half_to_float(u16 h) {\n"
-        "    uint e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
-        "    uint bits = (e == 0x1fu ? 0x7f800000u : (e + 112u) << 23) | (m << 13);\n"
-        "    float v = e == 0 ? (float)m * 5.9604644775390625e-8f : as_float(bits);\n"
+        "    uint t = (uint)(h & 0x7fffu) << 13, e = t & 0x0f800000u;\n"
+        "    uint u = t + (e == 0x0f800000u ? 0x70000000u : 0x38000000u);\n"
+        "    float v = e == 0 ? as_float(u + 0x00800000u) - 6.103515625e-05f : as_float(u);\n"
         "    return as_float(as_uint(v) | ((uint)(h & 0x8000u) << 16));\n}\n"
+        "inline float half_for_int(u16 h) {\n"
+        "    uint t = (uint)(h & 0x7fffu) << 13;\n"
+        "    uint u = t + (t >= 0x0f800000u ? 0x70000000u : 0x38000000u);\n"
+        "    return as_float(u | ((uint)(h & 0x8000u) << 16));\n}\n"
         "inline u16 float_to_half(float v) {\n"
         "    uint b = as_uint(v), a = b & 0x7fffffffu;\n"
         "    uint nan = 0x7c00u + ((a & 0x7fffffu) >> 13);\n"
@@ -297,6 +322,10 @@ def _half_src(doubles: bool) -> str:
     )
     if doubles:
         src += (
+            "inline double half_to_double(u16 h) {\n"
+            "    double v = as_double((ulong)(h & 0x7fffu) << 42) * 0x1.0p1008;\n"
+            "    ulong b = as_ulong(v) | (v >= 65536.0 ? 0x7ff0000000000000UL : 0UL);\n"
+            "    return as_double(b | ((ulong)(h & 0x8000u) << 48));\n}\n"
             "inline u16 double_to_half(double v) {\n"
             "    ulong b = as_ulong(v), a = b & 0x7fffffffffffffffUL;\n"
             "    uint nan = 0x7c00u + (uint)((a & 0xfffffffffffffUL) >> 42);\n"
@@ -350,8 +379,8 @@ def _bytes_source(itemsize: int, word: int) -> str:
 
 def _convert_source(src_key: str, dst_keys: tuple[str, ...], src_aligned: bool,
                     dst_aligned: bool) -> str:  # fmt: skip
-    """OpenCL C converting from one source type: kernels ``convert_<dst>`` and
-    ``convert_<dst>_c`` per destination.
+    """OpenCL C converting from one source type: kernels ``convert_<dst>``,
+    ``convert_<dst>_c`` and ``convert_<dst>_x`` (dense, no bounds check) per destination.
 
     The back-end builds one program per (source, destination) pair: measured on PoCL 3.1,
     a pair's program builds in ~0.15 s and all 13 destinations' in ~0.85 s, so a process
@@ -359,7 +388,8 @@ def _convert_source(src_key: str, dst_keys: tuple[str, ...], src_aligned: bool,
     goes to the disk cache, where reading the binary of the 26-kernel program would cost
     ~3 s (``_SAVE_MAX_KERNELS``).
     """
-    return _kernels.convert_source(_OPENCL_C, src_key, dst_keys, src_aligned, dst_aligned)
+    return _kernels.convert_source(_OPENCL_C, src_key, dst_keys, src_aligned, dst_aligned,
+                                   exact=True)
 
 
 # Per-device state -----------------------------------------------------------------
@@ -1000,7 +1030,8 @@ class OpenCLBackend(_kernels.DeviceOps):
         """Set ``args`` and enqueue ``kernel`` over ``n`` items.
 
         An argument is ``("svm", address)``, ``("buf", ndarray)`` (copied into a
-        read-only buffer released after the launch), ``("int", v)`` or ``("long", v)``.
+        read-only buffer released after the launch), ``("null", None)`` (a NULL buffer),
+        ``("int", v)`` or ``("long", v)``.
         """
         lib = self._lib
         kernel, local = kernel
@@ -1017,6 +1048,10 @@ class OpenCLBackend(_kernels.DeviceOps):
                             "clSetKernelArgSVMPointer",
                             lib.clSetKernelArgSVMPointer(kernel, i, value),
                         )
+                        continue
+                    if what == "null":  # a __global pointer the kernel does not read
+                        _check("clSetKernelArg",
+                               lib.clSetKernelArg(kernel, i, ctypes.sizeof(ctypes.c_void_p), None))
                         continue
                     if what == "buf":
                         data = (
@@ -1099,10 +1134,19 @@ class OpenCLBackend(_kernels.DeviceOps):
                 )
             aligned = (plan.src_aligned, plan.dst_aligned)
             key = ("convert", skey, (dkey,), *aligned)  # one program per pair (_convert_source)
-            state, kernel = self._kernel(
-                index, key, lambda: _convert_source(skey, (dkey,), *aligned),
-                f"convert_{dkey}{'_c' if plan.contiguous else ''}"
-            )
+            make = lambda: _convert_source(skey, (dkey,), *aligned)  # noqa: E731
+            if plan.contiguous:
+                # whole work-groups covering exactly the elements: no bounds check (PoCL 3.0
+                # vectorises no one-byte or float16 conversion with one, docs/performance.md)
+                state, kernel = self._kernel(index, key, make, f"convert_{dkey}_x")
+                if _global_size(plan.n, kernel[1]) != plan.n:
+                    state, kernel = self._kernel(index, key, make, f"convert_{dkey}_c")
+                # the dense kernels read no layout: no buffer for it
+                args = [("svm", dst.ptr), ("svm", src.ptr), ("null", None), ("int", 1),
+                        ("long", plan.n)]  # fmt: skip
+                self._launch(state, kernel, items, args)
+                return
+            state, kernel = self._kernel(index, key, make, f"convert_{dkey}")
         meta = np.array(plan.shape + plan.dst_strides + plan.src_strides, np.int64)
         args = [("svm", dst.ptr), ("svm", src.ptr), ("buf", meta), ("int", len(plan.shape)),
                 ("long", plan.n)]  # fmt: skip
@@ -1318,7 +1362,7 @@ def _has_fp16(cl, dev, extensions: list[str]) -> bool:
 
 def _kernel_names(key: tuple) -> tuple[str, ...]:
     if key[0] == "convert":
-        return _kernels.convert_kernel_names(key[2])
+        return _kernels.convert_kernel_names(key[2], exact=True)
     return ("copy_bytes", "copy_rows", "fill_bytes")
 
 
