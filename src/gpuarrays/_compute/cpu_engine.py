@@ -192,11 +192,12 @@ def kernel(op: Op):
 _PACKABLE = {"b": "b", "i": "i", "u": "u", "f": "f", "c": "c"}
 
 
-def direct_loop(op: Op, keys: tuple, arg_dtypes: tuple, dt: np.dtype,
-                finite_only: bool = False):
+def direct_loop(op: Op, keys: tuple, arg_dtypes: tuple, dt: np.dtype):
     """NumPy's own strided loop for ``op`` over ``arg_dtypes -> dt``, for the compiled
     engine to call with no ufunc call around it (docs/performance.md, "The elementwise host
-    path"), or None when the ufunc must be called.
+    path"), or None when the engine must run the row otherwise: rows typed as a ufunc (but
+    the engine's own kernels), ``round`` of floats (``rint``, as :func:`_round`), and the
+    standard fixes that agree with NumPy on finite operands (:data:`FINITE_AGREES`).
 
     Returns ``(call_info, itemsizes, packs, finite_only)``: the capsule of
     ``ufunc._resolve_dtypes_and_context`` with its loop filled in by
@@ -209,6 +210,11 @@ def direct_loop(op: Op, keys: tuple, arg_dtypes: tuple, dt: np.dtype,
     already has its argument dtype (no cast) and NumPy resolves the loop to exactly those
     dtypes; float16 scalars are left to the ufunc.
     """
+    fixed = standard_fix(op, dt)
+    finite_only = fixed and op.name in FINITE_AGREES
+    if (fixed and not finite_only) or op.name in _OWN or not (
+            op.typing == "ufunc" or (op.typing == "round" and dt.kind in "fc")):
+        return None
     ufunc = op.ufunc
     if not isinstance(ufunc, np.ufunc) or ufunc.nout != 1 or ufunc.nin != len(keys):
         return None

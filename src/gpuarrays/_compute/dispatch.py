@@ -314,15 +314,9 @@ def _typer(op: Op):
         if dev.backend != "cpu":
             engine = _core.DeviceEngine(partial(_run_on_device, op, dev, arg_dtypes),
                                         partial(_compiled_launch, op, dev, arg_dtypes))
-        elif cpu_engine.standard_fix(op, dt):
-            engine = partial(_run_cpu, op)
-            if op.name in cpu_engine.FINITE_AGREES:  # NumPy's loop while all is finite
-                direct = cpu_engine.direct_loop(op, keys, arg_dtypes, dt, finite_only=True)
         else:
-            engine = None
-            if (op.typing == "ufunc" and not cpu_engine.own_kernel(op)) or (
-                    op.typing == "round" and dt.kind in "fc"):  # round: rint, as _round
-                direct = cpu_engine.direct_loop(op, keys, arg_dtypes, dt)
+            engine = partial(_run_cpu, op) if cpu_engine.standard_fix(op, dt) else None
+            direct = cpu_engine.direct_loop(op, keys, arg_dtypes, dt)
         return dt, limits, engine, dev.gate, direct
     return typer
 
