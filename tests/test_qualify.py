@@ -125,8 +125,9 @@ def test_a_child_that_dies_is_a_no_and_the_parent_goes_on(cl_device, monkeypatch
 
 
 def test_a_rejected_shape_is_never_generated(cl_device, fresh_cache, monkeypatch):
-    """With the 16-wide float32 fma rejected (the probe's child aborts there, as PoCL 3.0's
-    LLVM does), a float32 product runs a narrower vector kernel and compiles no 16-wide one."""
+    """With the 16-wide float32 vectors rejected (the probe's child aborts there, as PoCL
+    3.0's LLVM does on ``fma()`` or ``vload16`` of them), a float32 product runs a narrower
+    vector kernel and compiles no 16-wide one."""
     monkeypatch.setenv("GPUARRAYS_QUALIFY_FAULT", "matmul_vector_f4x16")
     v = qualify.verdict(cl_device)
     assert not v.allows("matmul_vector_f4x16")

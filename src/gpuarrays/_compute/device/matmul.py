@@ -53,24 +53,27 @@ loop per barrier).  Measured here, float32 1024 x 1024 on PoCL 3.1, machine shar
 6.2-6.4, 8x8 / 8x8 7.1-8.5; without local memory 16x16 / 4x4 13.1 (this entry: integers,
 complex and mixed dtypes; float32/float64 take the vector kernel below)."""
 
-VECTOR = {("cpu", "f4"): ((4, 4, 4, 16), (4, 4, 4, 8), (4, 16, 1, 16), (4, 8, 2, 8),
-                          (4, 16, 1, 8)),
-          ("cpu", "f8"): ((4, 4, 4, 8), (4, 4, 4, 4), (4, 16, 1, 8), (4, 16, 2, 4),
-                          (4, 16, 1, 4))}
+VECTOR = {("cpu", "f4"): ((4, 6, 1, 16), (4, 6, 2, 8), (4, 16, 1, 8)),
+          ("cpu", "f8"): ((4, 8, 1, 8), (4, 6, 2, 4), (4, 16, 1, 4))}
 """The layouts ``(work-items per group, rows, vectors, vector width)`` of the vector kernel,
 by (launch hint, dtype key), widest block of columns first: the first whose shape the device
-qualifies (``qualify.py``; PoCL 3.0's LLVM 14 aborts the process on ``fma`` of 16 floats or
-8 doubles, so there the half-width layouts run) and whose block (vectors x width columns)
-fits in N runs, else the narrowest the device qualifies (:func:`_vector_layout`).  Columns
-beyond the last full block take a scalar loop, so a block wider than N would run every
-column scalar: ``A.T @ b`` of 24000 x 256 by 8 columns (float32) took 17-24 ms in 64
-columns, 4.7-5.8 in 16 rows x 1 vector of 8 (NumPy 4.4-7).  Measured here, float32
-1024 x 1024 (GFLOP/s, NumPy's in the same run in brackets): 4 items x 6 rows x 2 vectors
-of 16 44.8 (49); 8 rows x 2 vectors 89-104 (49-69); 4 rows x 4 vectors 131-205 (49-196);
-4 rows x 6 vectors 30 (72, spills: 24 accumulators of 16 floats); 1 item per group 43-53.
-float64, 4 x 4 vectors of 8: 33 (39).  16 accumulators fill half of AVX-512's registers;
-with every operand in L1 (K strides 0) 4 x 4, 6 x 4, 12 x 2 and 14 x 2 vectors of 16 all
-reach the core's FMA peak (114 GFLOP/s per CPU-second here, what C intrinsics reach too)."""
+qualifies (``qualify.py``) and whose block (vectors x width columns) fits in N runs, else the
+narrowest the device qualifies (:func:`_vector_layout`).  Columns beyond the last full block
+take a scalar loop, so a block wider than N would run every column scalar: ``A.T @ b`` of
+24000 x 256 by 8 columns (float32) took 17-24 ms in 64 columns, 4.7-5.8 in 16 rows x 1
+vector of 8 (NumPy 4.4-7).
+
+One layout serves both PoCLs, whose targets differ (PoCL 3.1 here compiles for AVX-512,
+pip's PoCL 3.0 for the AVX2 of ``znver3``; both report a preferred float width of 16, so the
+device cannot be asked): 6 rows by one vector of 16 floats is 6 accumulators on AVX-512 and
+12 halves on AVX2 (the classic 6 x 16 SGEMM block of 16 registers).  Measured 2026-12-04,
+float32, medians of 7 interleaved runs (ms; NumPy in the same runs: ``x.T @ x`` of
+24000 x 256 13.7-14.2, 512 x 512 squared 1.5): PoCL 3.0: 6 x 1 x 16 12.9 / 1.9, 4 x 4 x 16
+23.0 / 3.4, 6 x 2 x 8 14.2 / 2.2, 12 x 1 x 16 16.3 / 2.9; PoCL 3.1: 6 x 1 x 16 13.0 / 2.1,
+4 x 4 x 16 14.2 / 2.4, 12 x 1 x 16 12.4 / 1.9, 6 x 2 x 8 18.5 / 2.6.  float64 (NumPy 28 /
+2.9): PoCL 3.0 8 x 1 x 8 43.7 / 6.7, 4 x 4 x 8 49.9 / 7.4; PoCL 3.1 8 x 1 x 8 26.5 / 3.7,
+4 x 4 x 8 22.8 / 3.6.  Narrow products (N = 8: ``A @ x``, ``A.T @ b``) are memory-bound: every
+16 rows x 1 vector of 8 layout and its neighbours are within NumPy's 2.5-4 ms."""
 
 PANEL_BYTES = 65536
 """Bytes of ``B`` per launch of the vector kernel: K is taken in chunks of
@@ -440,7 +443,12 @@ def _vector_program(d, s: Spec) -> tuple[str, str, list[str]]:
     hold them), ``A`` broadcast from scalars, ``B`` and ``C`` rows loaded and stored as
     vectors (their column stride is the item size); columns beyond the last full block
     take a scalar loop.  Work-groups of one column panel are neighbours (rows fastest),
-    so a core finds the panel of ``B`` in its cache."""
+    so a core finds the panel of ``B`` in its cache.
+
+    Vectors are read and written through a typedef of item alignment (one unaligned
+    ``vmovups``; pip's PoCL 3.0 makes each ``vloadN`` a function call, and aborts on the
+    16-wide ones), and the multiply-adds are contracted (``FP_CONTRACT ON`` for this kernel:
+    ``vfmadd`` on both PoCLs, where PoCL 3.0 calls a function for each vector ``fma()``)."""
     if s.dialect != "opencl":
         raise ValueError("the vector matmul kernel is OpenCL C only (CPU devices)")
     name = _name(s)
@@ -455,7 +463,10 @@ def _vector_program(d, s: Spec) -> tuple[str, str, list[str]]:
     params.append(("i8", "i64 more"))  # 0: C = A B; 1: C += A B (a later chunk of K)
     params.append(("i8", "i64 sym"))  # 1: C symmetric, blocks below the diagonal left out
     decl = ", ".join(p for _, p in params)
-    lines = [f"__kernel void {name}({decl}) {{\n",
+    ut = f"{vt}_u{size}"
+    lines = ["#pragma OPENCL FP_CONTRACT ON\n",
+             f"typedef {vt} {ut} __attribute__((aligned({size})));\n",
+             f"__kernel void {name}({decl}) {{\n",
              "    i64 l = get_local_id(0), grp = get_group_id(0);\n",
              "    i64 per = tiles_m * tiles_n, bt = grp / per, rest = grp - bt * per;\n",
              "    i64 tni = rest / tiles_m, tmi = rest - tni * tiles_m;\n",
@@ -466,20 +477,20 @@ def _vector_program(d, s: Spec) -> tuple[str, str, list[str]]:
     lines.append(f"    if (n0 + {NB} <= N) {{\n")
     lines += [f"        {vt} c{i}_{v} = ({vt})(0);\n" for i in range(RM) for v in range(RN)]
     lines.append("        if (more) {\n")
-    lines += [f"            if (m0 + {i} < M) c{i}_{v} = vload{VW}({v}, ({g}const {ct} *)(pc + "
-              f"(m0 + {i}) * scm + n0 * {size}));\n" for i in range(RM) for v in range(RN)]
+    lines += [f"            if (m0 + {i} < M) c{i}_{v} = (({g}const {ut} *)(pc + (m0 + {i}) * scm"
+              f" + n0 * {size}))[{v}];\n" for i in range(RM) for v in range(RN)]
     lines.append("        }\n")
     lines.append(f"        {g}const {ct} *pbk = ({g}const {ct} *)(pb + n0 * {size});\n")
     lines.append("        for (i64 k = 0; k < K; ++k) {\n")
-    lines += [f"            {vt} b{v} = vload{VW}({v}, pbk);\n" for v in range(RN)]
+    lines += [f"            {vt} b{v} = (({g}const {ut} *)pbk)[{v}];\n" for v in range(RN)]
     for i in range(RM):
         lines.append(f"            {vt} a{i} = ({vt})(*({g}const {ct} *)(ra{i} + k * sak));\n")
-        lines += [f"            c{i}_{v} = fma(a{i}, b{v}, c{i}_{v});\n" for v in range(RN)]
+        lines += [f"            c{i}_{v} += a{i} * b{v};\n" for v in range(RN)]
     lines.append(f"            pbk = ({g}const {ct} *)((({g}const u8 *)pbk) + sbk);\n        }}\n")
     for i in range(RM):
-        lines.append(f"        if (m0 + {i} < M) {{ {g}{ct} *pci = ({g}{ct} *)(pc + (m0 + {i}) * scm"
+        lines.append(f"        if (m0 + {i} < M) {{ {g}{ut} *pci = ({g}{ut} *)(pc + (m0 + {i}) * scm"
                      f" + n0 * {size});")
-        lines += [f" vstore{VW}(c{i}_{v}, {v}, pci);" for v in range(RN)]
+        lines += [f" pci[{v}] = c{i}_{v};" for v in range(RN)]
         lines.append(" }\n")
     lines.append("    } else {\n")
     lines.append("        for (i64 col = n0; col < N; ++col) {\n")
@@ -488,7 +499,7 @@ def _vector_program(d, s: Spec) -> tuple[str, str, list[str]]:
     lines.append(f"            {g}const u8 *pbc = pb + col * {size};\n")
     lines.append("            for (i64 k = 0; k < K; ++k) {\n")
     lines.append(f"                {ct} b = *({g}const {ct} *)(pbc + k * sbk);\n")
-    lines += [f"                c{i} = fma(*({g}const {ct} *)(ra{i} + k * sak), b, c{i});\n"
+    lines += [f"                c{i} += *({g}const {ct} *)(ra{i} + k * sak) * b;\n"
               for i in range(RM)]
     lines.append("            }\n")
     lines += [f"            if (m0 + {i} < M) *({g}{ct} *)(pc + (m0 + {i}) * scm + col * {size})"
@@ -498,26 +509,32 @@ def _vector_program(d, s: Spec) -> tuple[str, str, list[str]]:
     return source(d, [sig]) + "".join(lines), name, [t for t, _ in params]
 
 
-# Qualification (qualify.py): each vector layout is a shape whose representative is the
-# construct it adds to the scalar kernels, ``fma`` of vectors of its width (what PoCL 3.0's
-# LLVM aborts on, in 3 s here, against a minute for a whole kernel that ``vload``s its
-# operands), and the local tiles one whose representative
-# exchanges values through local memory across a barrier.  Small kernels keep the probe to
-# seconds: the whole matmul kernel takes PoCL tens of seconds to compile.
+# Qualification (qualify.py): each vector width is a shape whose representative is the
+# construct the vector kernel adds to the scalar kernels: vectors of that width loaded and
+# stored through the unaligned typedef and a contracted multiply-add of a broadcast scalar.
+# PoCL 3.0's LLVM 14 aborts the process on ``fma()`` of 16 floats or 8 doubles and on its own
+# ``vload16``/``vstore16`` ("Do not know how to scalarize this operator's operand"), so the
+# kernel uses neither; its other 16-wide constructs pass there.  The local tiles' shape has a
+# representative that exchanges values through local memory across a barrier.  Small kernels
+# keep the probe to seconds.
 
 _PROBE_ITEMS = 64
 _CL_TYPE = {"f4": "float", "f8": "double"}
 
 
-def _fma_source(key: str, width: int) -> str:
+def _vector_source(key: str, width: int) -> str:
     ct = _CL_TYPE[key]
     t = f"{ct}{width}"
+    ut = f"{t}_u"
+    size = int(key[1:])
     return (("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if key == "f8" else "")
+            + "#pragma OPENCL FP_CONTRACT ON\n"
+            + f"typedef {t} {ut} __attribute__((aligned({size})));\n"
             + f"__kernel void probe(__global const {ct} *x, __global {ct} *out) {{\n"
             f"    size_t i = get_global_id(0);\n"
-            f"    {t} a = ({t})(x[i]), b = ({t})(x[i + 1]), c = ({t})(x[i + 2]);\n"
-            f"    {t} r = fma(a, b, c);\n"
-            f"    out[i] = r.s0 + r.s1;\n}}\n")
+            f"    {t} r = *(__global const {ut} *)(x + i), b = *(__global const {ut} *)(x + i + 1);\n"
+            f"    r += ({t})(x[i + 2]) * b;\n"
+            f"    *(__global {ut} *)(out + i * {width}) = r;\n}}\n")
 
 
 _LOCAL_SOURCE = """__kernel void probe(__global const float *x, __global float *out) {
@@ -530,14 +547,16 @@ _LOCAL_SOURCE = """__kernel void probe(__global const float *x, __global float *
 """
 
 
-def _fma_probe(dev, key: str, width: int) -> None:
+def _vector_probe(dev, key: str, width: int) -> None:
     dt = np.dtype(f"f{key[1]}")
-    x = (np.arange(_PROBE_ITEMS + 2) % 7 + 1).astype(dt)
-    got, = qualify.run_probe(dev, _fma_source(key, width), [x], [(_PROBE_ITEMS, dt)],
-                             _PROBE_ITEMS)
-    want = 2 * (x[:-2] * x[1:-1] + x[2:])  # small integers: exact whether fused or not
-    if not np.array_equal(got, want):
-        raise ValueError(f"wrong fma of {_CL_TYPE[key]}{width} vectors: {got[:4]} for {want[:4]}")
+    n = _PROBE_ITEMS
+    x = (np.arange(n + width) % 7 + 1).astype(dt)
+    got, = qualify.run_probe(dev, _vector_source(key, width), [x], [(n * width, dt)], n)
+    rows = np.lib.stride_tricks.sliding_window_view(x, width)
+    want = rows[:n] + x[2:n + 2, None] * rows[1:n + 1]  # small integers: exact, fused or not
+    if not np.array_equal(got.reshape(n, width), want):
+        raise ValueError(f"wrong multiply-add of {_CL_TYPE[key]}{width} vectors: {got[:4]} "
+                         f"for {want.ravel()[:4]}")
 
 
 def _local_probe(dev) -> None:
@@ -553,9 +572,9 @@ def _register_shapes() -> None:
         for layout in layouts:
             width = layout[3]
             qualify.register(_vector_shape(key, width),
-                             f"matmul: fma of {_CL_TYPE[key]}{width} vectors",
-                             lambda key=key, width=width: _fma_source(key, width),
-                             lambda dev, key=key, width=width: _fma_probe(dev, key, width))
+                             f"matmul: unaligned {_CL_TYPE[key]}{width} vectors, multiply-add",
+                             lambda key=key, width=width: _vector_source(key, width),
+                             lambda dev, key=key, width=width: _vector_probe(dev, key, width))
     qualify.register("matmul_local_tiles", "matmul: local-memory tiles and barriers",
                      lambda: _LOCAL_SOURCE, _local_probe)
 
