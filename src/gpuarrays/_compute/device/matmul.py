@@ -18,9 +18,9 @@ diagonal and mirrors the upper triangle (:data:`SYMMETRIC_MIN`).
 Accumulators: floats and complex in their own type (float16 in float32),
 integers in the unsigned type of at least 32 bits (wrapping like NumPy, no
 signed overflow in C), converted to the result type at the store.  Floating
-multiply-adds are fused (``fma``; contracted in the vector kernel), as BLAS libraries do: matmul results are
-compared within a tolerance, unlike elementwise ones (which keep contraction
-off, docs/kernels.md).
+multiply-adds are fused (``fma``; contracted in the vector kernel), as BLAS
+libraries do: matmul results are compared within a tolerance, unlike
+elementwise ones (which keep contraction off, docs/kernels.md).
 """
 
 from __future__ import annotations
