@@ -276,17 +276,20 @@ def scipy():
 
 def test_scipy_converts_through_numpy_on_cpu(scipy):
     """SciPy's array API support reads inputs with ``np.asarray`` where it has no native
-    path, then converts the result back with the input's namespace."""
+    path, then converts the result back with the input's namespace: ``xp.asarray`` without a
+    device, so the result lands on the default device (cpu:0 inside ``use_device``; on a
+    machine whose default is cuda:0 it would land there)."""
     dev = ga.get_device("cpu:0")
     x = np.linspace(-2.0, 2.0, 16)
     y = np.cos(np.arange(16.0))
     dx, dy = ga.asarray(x, device=dev), ga.asarray(y, device=dev)
-    for got, want in ((scipy.special.erf(dx), scipy.special.erf(x)),
-                      (scipy.fft.dct(dx), scipy.fft.dct(x)),
-                      (scipy.special.ndtr(dx), scipy.special.ndtr(x))):
-        assert isinstance(got, ga.GPUArray) and got.device == dev
-        np.testing.assert_allclose(got.get(), want, rtol=1e-12, atol=1e-14)
-    got = scipy.stats.ttest_ind(dx, dy)
+    with ga.use_device(dev):
+        results = [scipy.special.erf(dx), scipy.fft.dct(dx), scipy.special.ndtr(dx)]
+        got = scipy.stats.ttest_ind(dx, dy)
+    for g, want in zip(results, (scipy.special.erf(x), scipy.fft.dct(x), scipy.special.ndtr(x)),
+                       strict=True):
+        assert isinstance(g, ga.GPUArray) and g.device == dev
+        np.testing.assert_allclose(g.get(), want, rtol=1e-12, atol=1e-14)
     want = scipy.stats.ttest_ind(x, y)
     for g, w in ((got.statistic, want.statistic), (got.pvalue, want.pvalue)):
         assert isinstance(g, ga.GPUArray) and g.device == dev
