@@ -178,7 +178,7 @@ JSON_KEYS = {"device", "device_name", "settings", "python", "platform", "version
              "unavailable", "seconds", "results", "targets"}
 GROUPS = {"derive", "alloc", "cache", "fragmentation", "dlpack", "copy", "workload", "random",
           "reduce", "compute", "compute bandwidth", "pool-trace", "linalg", "sort", "programs",
-          "elementwise", "fusion", "streams"}
+          "elementwise", "fusion", "creation", "streams"}
 PROGRAMS = ["least squares", "MLP training", "2-D stencil", "Monte-Carlo",
             "image filter + histogram", "k-NN"]
 
@@ -308,6 +308,30 @@ def test_bench_programs_smoke(tmp_path):
     header = out[out.index("programs (ms)"):].splitlines()[0].split()
     assert header[-2:] == ["gpuarrays/numpy", "torch/numpy"]
     assert "checked against NumPy's" in out and "DISAGREES" not in out
+
+
+def test_bench_creation_smoke(device):
+    # The creation group (cli/bench_creation.py): every form at each size, with its ratio to
+    # ga.empty, and the targets of issue 32 item 3 at 100 elements (figures not checked).
+    from gpuarrays.cli.bench_creation import FORMS, SIZES
+
+    result = bench.run(device, bench.Settings.smoke(), groups=("creation",))
+    rows = result["results"]
+    assert [r["name"] for r in rows] == [f"{f}, n = {n}" for n in SIZES for f in FORMS]
+    for row in rows:
+        assert row["group"] == "creation" and row["unit"] == "us"
+        assert row["values"]["gpuarrays"] > 0 and row["values"]["numpy"] > 0
+        assert row["values"]["x ga.empty"] > 0
+    forms = [f for f in FORMS if f != "empty"]
+    cpu = device.backend == "cpu"
+    refs = ["ga.empty", "torch"] if cpu and result["versions"]["torch"] else ["ga.empty"]
+    got = [(t["name"], t["reference"], t["limit"]) for t in result["targets"]]
+    assert got == [(f"creation {f}, n = 100", ref, {"ga.empty": 2.0 if cpu else 8.0,
+                                                    "torch": 1.0}[ref])
+                   for f in forms for ref in refs]
+    report = bench.format_report(result)
+    assert "creation (us)" in report and "x ga.empty" in report
+    assert "creation zeros, n = 100" in report
 
 
 def test_bench_measure_is_a_per_operation_median():

@@ -36,6 +36,9 @@ Groups:
   squares, an MLP training loop, a 2-D stencil, a Monte-Carlo estimate, image filtering
   with a histogram, k-nearest neighbours), each checked against NumPy and timed under
   NumPy, PyTorch CPU and gpuarrays (cli/bench_programs.py; docs/performance.md);
+* ``creation`` -- ``zeros``, ``ones``, ``full``, ``*_like``, ``arange``, ``linspace``, ``eye``,
+  ``asarray`` of 100 and 1000 elements per call beside ``ga.empty``, NumPy and PyTorch CPU
+  (the least time over interleaved loops; cli/bench_creation.py);
 * ``pool-trace`` -- a seeded mixed-size trace replayed through the pool
   (``pool_trace.py``): peak reserved / peak used, platform allocations per
   request after warm-up, allocation time per request beside the exact-size hit.
@@ -738,6 +741,12 @@ def _bench_elementwise(dev, settings, libs, rows, targets) -> None:
     bench_elementwise(dev, settings, libs, rows, targets)
 
 
+def _bench_creation(dev, settings, libs, rows, targets) -> None:
+    from .bench_creation import bench_creation  # creation at allocation speed (issue 32)
+
+    bench_creation(dev, settings, libs, rows, targets)
+
+
 def _bench_fusion(dev, settings, libs, rows, targets) -> None:
     from .bench_fusion import bench_fusion  # ga.fuse against unfused, hand-written, numexpr
 
@@ -814,7 +823,7 @@ _GROUPS = (("derive", _bench_derive, 4), ("alloc", _bench_alloc, 2),
            ("compute", _bench_compute, 19), ("elementwise", _bench_elementwise, 1),
            ("linalg", _bench_linalg, 6),
            ("sort", _bench_sort, 4), ("programs", _bench_programs, 6),
-           ("fusion", _bench_fusion, 4),
+           ("fusion", _bench_fusion, 4), ("creation", _bench_creation, 2),
            ("pool-trace", _bench_pool_trace, 5), ("streams", _bench_streams, 1))
 
 _ALIASES = {"cache": "alloc"}  # the cache group is measured with the alloc group
@@ -952,6 +961,9 @@ def format_report(result: dict) -> str:
             lines.append(f"  (median of {rows[0].get('rounds')} rounds{load};")
             lines.append("  every program's results checked against NumPy's before timing; "
                          "gpuarrays runs the loops inside ga.cached)")
+        if group == "creation":
+            lines.append("  (least time per call over interleaved loops, not the median; "
+                         "x ga.empty: gpuarrays / ga.empty, same n)")
         if group == "pool-trace":
             for row in rows:
                 if row.get("reserved_over_used"):
