@@ -80,6 +80,10 @@ def test_asarray_of_arrays_and_scalars_promotes_as_the_standard(device):
     assert d.dtype == np.int16 and d.get().tolist() == [[1, 2], [3, -3]]
     with pytest.raises(OverflowError, match="int8"):
         ga.asarray([i8, 1000])
+    # the array last, after a number of each Python type (the compiled scan of a flat list)
+    e = ga.asarray([1, 2.5, True, f4])
+    assert e.device == device and e.dtype == np.float32
+    assert e.get().tolist() == [1.0, 2.5, 1.0, 1.5]
 
 
 def test_asarray_of_a_nested_sequence_refuses_bad_input(device):

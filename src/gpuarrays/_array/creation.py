@@ -119,6 +119,8 @@ _SCALARS = frozenset((bool, int, float, complex))
 
 def _holds_arrays(seq) -> bool:
     """Whether a list/tuple holds a GPUArray at any depth (one C-speed pass per level)."""
+    if _core.scalars_only(seq):  # the common flat list of numbers, one C loop
+        return False
     types = set(map(type, seq))
     if types <= _SCALARS:
         return False

@@ -44,8 +44,6 @@ __all__ = ["arange", "empty", "empty_like", "eye", "from_dlpack", "full", "full_
 _BOOL, _I8 = np.dtype(bool), np.dtype(np.int64)
 _SCALARS = (bool, int, float, complex)
 _PLAIN = frozenset(_SCALARS)
-_INT_NONE = frozenset((int, type(None)))
-_REAL = frozenset((int, float))
 
 
 def _default_float(dev) -> np.dtype:
@@ -187,10 +185,8 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, kind="device
     """Values from ``start`` (inclusive) to ``stop`` (exclusive) spaced by ``step``; one
     argument means ``arange(0, start)``.  ``dtype=None``: int64 for ints, else the device's
     default floating type.  ``ValueError`` for a zero step."""
-    if dtype is None and type(start) is int and type(step) is int and type(stop) in _INT_NONE:
-        # the common form: NumPy's int64 values generated in C where it can
-        out = generated.arange(0 if stop is None else start, start if stop is None else stop,
-                               step, _I8, device, kind)
+    if dtype is None:  # the common form: Python ints, NumPy's int64 values made in C
+        out = generated.arange(start, stop, step, _I8, device, kind)
         if out is not NotImplemented:
             return out
     for what, v in (("start", start), ("stop", stop), ("step", step)):
@@ -222,8 +218,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, kin
     """``num`` evenly spaced values from ``start`` to ``stop`` (included when
     ``endpoint``).  ``dtype=None``: the device's default floating type, or its default
     complex type when ``start`` or ``stop`` is complex.  ``ValueError`` for ``num < 0``."""
-    if dtype is None and type(num) is int and type(start) in _REAL and type(stop) in _REAL:
-        # the common form: NumPy's values generated in C where it can
+    if dtype is None:  # the common form: Python ints and floats, NumPy's values made in C
         out = generated.linspace(start, stop, num, endpoint, None, device, kind)
         if out is not NotImplemented:
             return out
@@ -345,12 +340,10 @@ def _int(name: str, what: str, v) -> int:
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, kind="device"):
     """A new ``n_rows`` x ``n_cols`` array with ones on the ``k``-th diagonal and zeros
     elsewhere (``dtype=None``: the device's default floating type)."""
-    if type(n_rows) is int and type(k) is int and type(n_cols) in _INT_NONE:
-        # the common form: NumPy's eye made in C where it can
-        out = _NUMBERS.eye(n_rows, n_rows if n_cols is None else n_cols, k, dtype, device,
-                           kind, 1)
-        if out is not NotImplemented:
-            return out
+    # the common form, Python ints: NumPy's eye made in C
+    out = _NUMBERS.eye(n_rows, n_cols, k, dtype, device, kind, 1)
+    if out is not NotImplemented:
+        return out
     n_rows = _int("eye", "n_rows", n_rows)
     n_cols = n_rows if n_cols is None else _int("eye", "n_cols", n_cols)
     k = _int("eye", "k", k)

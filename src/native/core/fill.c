@@ -721,10 +721,18 @@ static PyObject *Uploader_arange(MakerObject *self, PyObject *const *args, Py_ss
                         "Uploader.arange(start, stop, step, dtype, device, kind)");
         return NULL;
     }
-    long long v[3];
+    /* the public form: arange(stop) is arange(0, stop); Python ints only (exact type: a
+       bool, a NumPy integer or a float takes the general path) */
+    PyObject *const ends[3] = {args[1] == Py_None ? NULL : args[0],
+                               args[1] == Py_None ? args[0] : args[1], args[2]};
+    long long v[3] = {0, 0, 0};
     for (int i = 0; i < 3; i++) {
+        if (ends[i] == NULL)
+            continue;
+        if (!PyLong_CheckExact(ends[i]))
+            Py_RETURN_NOTIMPLEMENTED;
         int overflow;
-        v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+        v[i] = PyLong_AsLongLongAndOverflow(ends[i], &overflow);
         if (v[i] == -1 && PyErr_Occurred())
             return NULL;
         if (overflow || v[i] <= -(long long)EXACT || v[i] >= (long long)EXACT)
@@ -759,6 +767,13 @@ static PyObject *Uploader_linspace(MakerObject *self, PyObject *const *args, Py_
                         "device, kind)");
         return NULL;
     }
+    /* Python ints and floats only (exact types: a bool, a NumPy scalar or an array takes
+       the general path), a Python int num */
+    for (int i = 0; i < 2; i++)
+        if (!PyLong_CheckExact(args[i]) && !PyFloat_CheckExact(args[i]))
+            Py_RETURN_NOTIMPLEMENTED;
+    if (!PyLong_CheckExact(args[2]))
+        Py_RETURN_NOTIMPLEMENTED;
     double first = PyFloat_AsDouble(args[0]), last = PyFloat_AsDouble(args[1]);
     Py_ssize_t num = PyLong_AsSsize_t(args[2]);
     int endpoint = PyObject_IsTrue(args[3]);
@@ -801,7 +816,11 @@ static PyObject *Filler_eye(MakerObject *self, PyObject *const *args, Py_ssize_t
                         "value)");
         return NULL;
     }
-    Py_ssize_t rows = PyLong_AsSsize_t(args[0]), cols = PyLong_AsSsize_t(args[1]);
+    /* Python ints only (exact type), n_cols None: n_rows */
+    PyObject *n_cols = args[1] == Py_None ? args[0] : args[1];
+    if (!PyLong_CheckExact(args[0]) || !PyLong_CheckExact(n_cols) || !PyLong_CheckExact(args[2]))
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t rows = PyLong_AsSsize_t(args[0]), cols = PyLong_AsSsize_t(n_cols);
     int overflow;
     long long k = PyLong_AsLongLongAndOverflow(args[2], &overflow);
     if (PyErr_Occurred()) {
@@ -846,7 +865,8 @@ static PyMethodDef Filler_methods[] = {
      "(the dtype the spec answers)."},
     {"eye", (PyCFunction)(void (*)(void))Filler_eye, METH_FASTCALL,
      "eye(n_rows, n_cols, k, dtype, device, kind, value) -> NumPy's eye with value on the "
-     "k-th diagonal, or NotImplemented (nothing allocated): sizes the general path refuses, "
+     "k-th diagonal (n_cols None: n_rows), or NotImplemented (nothing allocated): other "
+     "than Python ints, sizes the general path refuses, "
      "or a device that would not take it in one write (src/native/core/fill.c)."},
     {NULL}};
 
@@ -856,12 +876,14 @@ static PyMethodDef Uploader_methods[] = {
      "values, of device's dtype for dtype (None: host's)."},
     {"arange", (PyCFunction)(void (*)(void))Uploader_arange, METH_FASTCALL,
      "arange(start, stop, step, dtype, device, kind) -> NumPy's arange of Python ints as "
-     "int64 (dtype), or NotImplemented (nothing allocated): a value of magnitude 2**53 or "
-     "more, a zero step, or a device that would not take it in one write."},
+     "int64 (dtype; stop None: arange(0, start)), or NotImplemented (nothing allocated): "
+     "other than Python ints, a value of magnitude 2**53 or more, a zero step, or a device "
+     "that would not take it in one write."},
     {"linspace", (PyCFunction)(void (*)(void))Uploader_linspace, METH_FASTCALL,
      "linspace(start, stop, num, endpoint, dtype, device, kind) -> NumPy's linspace of "
      "Python ints and floats (float64, or cast to a float32 dtype), or NotImplemented "
-     "(nothing allocated) where NumPy does more or may warn (src/native/core/fill.c)."},
+     "(nothing allocated) for other types, or where NumPy does more or may warn "
+     "(src/native/core/fill.c)."},
     {NULL}};
 
 PyTypeObject ga_FillerType = {
