@@ -220,7 +220,8 @@ class CompiledKernel(Protocol):
     :meth:`KernelBackend.compile_kernel`: an address (``int``) for ``"ptr"``, a
     Python number for a NumPy dtype code (``"i4"``, ``"u8"``, ``"f4"``, ``"b1"``
     ...).  ``global_size`` work-items run in groups of ``local_size`` (a
-    multiple of it).  A kernel stays usable across a device reset (it is
+    multiple of it), their indices starting at ``offset`` (OpenCL's global work offset;
+    a back-end without one raises ``ValueError`` for a nonzero offset).  A kernel stays usable across a device reset (it is
     rebuilt on its next launch).  ``max_local`` is the largest ``local_size``
     the kernel runs with on its device (registers and local memory may make it
     smaller than the device's limit); a larger one raises ``ValueError`` rather
@@ -233,7 +234,8 @@ class CompiledKernel(Protocol):
 
     max_local: int
 
-    def launch(self, values: Sequence[Any], global_size: int, local_size: int) -> None: ...
+    def launch(self, values: Sequence[Any], global_size: int, local_size: int,
+               offset: int = 0) -> None: ...
 
 
 class BinaryCache(Protocol):

@@ -675,7 +675,10 @@ class _Kernel:
     def max_local(self) -> int:
         return self._max_local
 
-    def launch(self, values, global_size: int, local_size: int) -> None:
+    def launch(self, values, global_size: int, local_size: int, offset: int = 0) -> None:
+        if offset:
+            raise ValueError(f"{self._name}: CUDA launches have no global offset (got {offset}); "
+                             f"launch from 0 and pass the first index as an argument")
         backend = self._backend
         if backend._states.get(self._index) is not self._state:
             self._bind()  # the device was reset (or never used since)

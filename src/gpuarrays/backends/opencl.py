@@ -470,8 +470,8 @@ class _Kernel:
 
     __slots__ = ("_backend", "_index", "_source", "_name", "_slots", "_refs", "_sizes",
                  "_skip", "_last", "_state", "_handle", "_lock", "_gsize", "_lsize", "_gref",
-                 "_lref", "_set_ptr", "_set_arg", "_enqueue", "_flush", "_max_local",
-                 "_params", "_cache", "_unsaved")
+                 "_lref", "_offset", "_oref", "_set_ptr", "_set_arg", "_enqueue", "_flush",
+                 "_max_local", "_params", "_cache", "_unsaved")
 
     def __init__(self, backend: OpenCLBackend, index: int, source: str, name: str,
                  params: tuple[str, ...], cache: BinaryCache | None = None) -> None:  # fmt: skip
@@ -488,8 +488,9 @@ class _Kernel:
         # (0.0 == -0.0, and NaN != NaN)
         self._skip = [t == "ptr" or t[0] in "biu" for t in params]
         self._lock = threading.Lock()
-        self._gsize, self._lsize = _size(0), _size(0)
+        self._gsize, self._lsize, self._offset = _size(0), _size(0), _size(0)
         self._gref, self._lref = ctypes.byref(self._gsize), ctypes.byref(self._lsize)
+        self._oref = ctypes.byref(self._offset)
         lib = backend._lib
         self._set_ptr, self._set_arg = lib.clSetKernelArgSVMPointer, lib.clSetKernelArg
         # PoCL's CPU device starts a command when it is enqueued (measured: five
@@ -537,7 +538,7 @@ class _Kernel:
                 "".join(_TYPE_CODES[t] for t in self._params), state, backend._states,
                 self._index)
 
-    def launch(self, values, global_size: int, local_size: int) -> None:
+    def launch(self, values, global_size: int, local_size: int, offset: int = 0) -> None:
         if self._backend._states.get(self._index) is not self._state:
             self._bind()  # the device was reset (or never used since)
         with self._lock:
@@ -562,9 +563,10 @@ class _Kernel:
                                  f"kernel (launch with its max_local or less)")
             self._gsize.value = global_size
             self._lsize.value = local_size
+            self._offset.value = offset
             q = self._backend._queue(self._state)
-            code = self._enqueue(q, k, 1, None, self._gref, self._lref if local_size else None,
-                                 0, None, None)
+            code = self._enqueue(q, k, 1, self._oref if offset else None, self._gref,
+                                 self._lref if local_size else None, 0, None, None)
             if self._unsaved is not None and not code:
                 self._unsaved.launched, self._unsaved = True, None
         if code:
@@ -1026,8 +1028,9 @@ class OpenCLBackend(_kernels.DeviceOps):
             local //= 2
         return local
 
-    def _launch(self, state: _DeviceState, kernel: tuple[int, int], n: int, args: list) -> None:
-        """Set ``args`` and enqueue ``kernel`` over ``n`` items.
+    def _launch(self, state: _DeviceState, kernel: tuple[int, int], n: int, args: list,
+                offset: int = 0) -> None:
+        """Set ``args`` and enqueue ``kernel`` over ``n`` items, the first of index ``offset``.
 
         An argument is ``("svm", address)``, ``("buf", ndarray)`` (copied into a
         read-only buffer released after the launch), ``("null", None)`` (a NULL buffer),
@@ -1077,7 +1080,7 @@ class OpenCLBackend(_kernels.DeviceOps):
                     q,
                     kernel,
                     1,
-                    None,
+                    ctypes.byref(_size(offset)) if offset else None,
                     ctypes.byref(gsize),
                     ctypes.byref(lsize),
                     0,
@@ -1136,14 +1139,23 @@ class OpenCLBackend(_kernels.DeviceOps):
             key = ("convert", skey, (dkey,), *aligned)  # one program per pair (_convert_source)
             make = lambda: _convert_source(skey, (dkey,), *aligned)  # noqa: E731
             if plan.contiguous:
-                # whole work-groups covering exactly the elements: no bounds check (PoCL 3.0
-                # vectorises no one-byte or float16 conversion with one, docs/performance.md)
-                state, kernel = self._kernel(index, key, make, f"convert_{dkey}_x")
-                if _global_size(plan.n, kernel[1]) != plan.n:
-                    state, kernel = self._kernel(index, key, make, f"convert_{dkey}_c")
-                # the dense kernels read no layout: no buffer for it
+                # whole work-groups without a bounds check (PoCL 3.0 vectorises no one-byte
+                # or float16 conversion with one, docs/performance.md); on a CPU device the
+                # rest, from SPLIT_MIN elements, as one more group with it
+                # (the dense kernels read no layout: no buffer for it)
                 args = [("svm", dst.ptr), ("svm", src.ptr), ("null", None), ("int", 1),
                         ("long", plan.n)]  # fmt: skip
+                state, kernel = self._kernel(index, key, make, f"convert_{dkey}_x")
+                whole = plan.n // kernel[1] * kernel[1]
+                if whole == plan.n or (whole >= _kernels.SPLIT_MIN
+                                       and self._hints[index] == "cpu"):
+                    self._launch(state, kernel, whole, args)
+                    if whole == plan.n:
+                        return
+                    state, kernel = self._kernel(index, key, make, f"convert_{dkey}_c")
+                    self._launch(state, kernel, plan.n - whole, args, offset=whole)
+                    return
+                state, kernel = self._kernel(index, key, make, f"convert_{dkey}_c")
                 self._launch(state, kernel, items, args)
                 return
             state, kernel = self._kernel(index, key, make, f"convert_{dkey}")

@@ -171,6 +171,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     ClKernelObject *kernel;
+    ClKernelObject *rest; /* NULL, or the bounds-checked kernel of one more group from gsize */
     size_t gsize, lsize;
     int nargs;
     Source src[MAX_PARAMS];
@@ -245,13 +246,21 @@ static int to_bits(PyObject *x, char t, int imag, uint64_t *bits)
 
 static PyObject *Launch_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"kernel", "gsize", "lsize", "sources", NULL};
-    PyObject *kernel, *sources;
+    static char *names[] = {"kernel", "gsize", "lsize", "sources", "rest", NULL};
+    PyObject *kernel, *sources, *rest = Py_None;
     Py_ssize_t gsize, lsize;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!nnO!:Launch", names, &ga_ClKernelType,
-                                     &kernel, &gsize, &lsize, &PyTuple_Type, &sources))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!nnO!|O:Launch", names, &ga_ClKernelType,
+                                     &kernel, &gsize, &lsize, &PyTuple_Type, &sources, &rest))
         return NULL;
     ClKernelObject *k = (ClKernelObject *)kernel;
+    if (rest != Py_None && (!Py_IS_TYPE(rest, &ga_ClKernelType) || lsize == 0
+                            || ((ClKernelObject *)rest)->nparams != k->nparams
+                            || memcmp(((ClKernelObject *)rest)->types, k->types,
+                                      (size_t)k->nparams) != 0)) {
+        PyErr_SetString(PyExc_ValueError, "Launch: rest must be None or a ClKernel of the "
+                        "kernel's parameter types, with a nonzero local size");
+        return NULL;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(sources);
     if (gsize <= 0 || lsize < 0 || (lsize && gsize % lsize)) {
         PyErr_Format(PyExc_ValueError, "Launch: global size %zd is not a positive multiple of "
@@ -267,6 +276,7 @@ static PyObject *Launch_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     if (l == NULL)
         return NULL;
     l->kernel = (ClKernelObject *)Py_NewRef(kernel);
+    l->rest = rest == Py_None ? NULL : (ClKernelObject *)Py_NewRef(rest);
     l->gsize = (size_t)gsize;
     l->lsize = (size_t)lsize;
     l->nargs = (int)n;
@@ -316,21 +326,59 @@ fail:
 static void Launch_dealloc(LaunchObject *self)
 {
     Py_XDECREF(self->kernel);
+    Py_XDECREF(self->rest);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 PyTypeObject ga_LaunchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "gpuarrays._core.Launch",
-    .tp_doc = "Launch(kernel, gsize, lsize, sources): one layout's compiled launch of a "
-              "ClKernel; sources[i] is (0, None) the result's address, (1, k) operand k's "
+    .tp_doc = "Launch(kernel, gsize, lsize, sources, rest=None): one layout's compiled launch "
+              "of a ClKernel; sources[i] is (0, None) the result's address, (1, k) operand k's "
               "address, (2, k) / (3, k) the real / imaginary part of scalar operand k, or "
-              "(4, value) a constant.",
+              "(4, value) a constant.  rest: a ClKernel of the same parameters launched after "
+              "it with the same values for one group of lsize items from index gsize (the "
+              "bounds-checked last group of a split launch, launcher._shaped_plan).",
     .tp_basicsize = sizeof(LaunchObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = Launch_new,
     .tp_dealloc = (destructor)Launch_dealloc,
 };
+
+/* Set the arguments of `k` whose bits changed; 0, or 1 after an OpenCL error (everything
+ * is set again next time). */
+static int set_args(ClKernelObject *k, int nargs, const uint64_t *bits)
+{
+    for (int i = 0; i < nargs; i++) {
+        if (k->set[i] && k->last[i] == bits[i])
+            continue;
+        char t = k->types[i];
+        int32_t code = t == 'p' ? k->set_svm(k->kernel, (uint32_t)i, (void *)(uintptr_t)bits[i])
+                                : k->set_arg(k->kernel, (uint32_t)i, type_size(t), &bits[i]);
+        if (code != 0) {
+            memset(k->set, 0, sizeof(k->set));
+            return 1;
+        }
+        k->last[i] = bits[i];
+        k->set[i] = 1;
+    }
+    return 0;
+}
+
+/* gpuarrays.BackendError for the failed enqueue of a split launch's last group. */
+static void rest_failed(int32_t code)
+{
+    PyObject *mod = PyImport_ImportModule("gpuarrays._common.errors");
+    PyObject *cls = mod == NULL ? NULL : PyObject_GetAttrString(mod, "BackendError");
+    Py_XDECREF(mod);
+    if (cls == NULL)
+        return;
+    PyErr_Format(cls, "clEnqueueNDRangeKernel failed (OpenCL error %d) for the last work-group "
+                 "of an elementwise launch whose other groups were enqueued; the result is "
+                 "incomplete: synchronize, check the device (gpuarrays info) and run again",
+                 (int)code);
+    Py_DECREF(cls);
+}
 
 /* Set what changed and enqueue.  0: launched; 1: the Python engine must run it (stale
  * kernel, a value that does not convert, an OpenCL error); 2: stale (drop the launch);
@@ -341,6 +389,8 @@ static int launch_run(LaunchObject *l, size_t out, const size_t *addr, PyObject 
     if (ga_in_stream())
         return 1; /* this thread is inside a stream: Python enqueues on the current one */
     int current = kernel_current(k);
+    if (current > 0 && l->rest != NULL)
+        current = kernel_current(l->rest);
     if (current <= 0)
         return current < 0 ? -1 : 2;
     uint64_t bits[MAX_PARAMS];
@@ -357,22 +407,23 @@ static int launch_run(LaunchObject *l, size_t out, const size_t *addr, PyObject 
         }
         }
     }
-    for (int i = 0; i < l->nargs; i++) {
-        if (k->set[i] && k->last[i] == bits[i])
-            continue;
-        char t = k->types[i];
-        int32_t code = t == 'p' ? k->set_svm(k->kernel, (uint32_t)i, (void *)(uintptr_t)bits[i])
-                                : k->set_arg(k->kernel, (uint32_t)i, type_size(t), &bits[i]);
-        if (code != 0) {
-            memset(k->set, 0, sizeof(k->set));
-            return 1;
-        }
-        k->last[i] = bits[i];
-        k->set[i] = 1;
-    }
+    if (set_args(k, l->nargs, bits) != 0 || (l->rest != NULL
+                                               && set_args(l->rest, l->nargs, bits) != 0))
+        return 1;
     size_t g = l->gsize, lo = l->lsize;
     if (k->enqueue(k->queue, k->kernel, 1, NULL, &g, lo ? &lo : NULL, 0, NULL, NULL) != 0)
         return 1;
+    if (l->rest != NULL) {
+        /* the last group, from index gsize; the first part is enqueued already, so running
+           the whole launch again from Python is no remedy (an in-place operation would
+           apply twice): a failure here is the platform's */
+        int32_t code = l->rest->enqueue(l->rest->queue, l->rest->kernel, 1, &g, &lo, &lo, 0,
+                                        NULL, NULL);
+        if (code != 0) {
+            rest_failed(code);
+            return -1;
+        }
+    }
     if (k->flush != NULL)
         k->flush(k->queue);
     launches++;

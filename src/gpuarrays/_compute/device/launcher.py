@@ -25,7 +25,7 @@ from itertools import product
 import numpy as np
 
 from ... import _core
-from ...backends._kernels import ROWS_MIN, collapse, launch_shape, rows_items
+from ...backends._kernels import ROWS_MIN, SPLIT_MIN, collapse, launch_shape, rows_items
 from ...backends.base import RawView
 from . import diskcache
 from .expressions import NIN
@@ -45,16 +45,21 @@ INDEX32_LIMIT = 2**31 - 1
 
 # The plan of one layout ----------------------------------------------------------------------
 class _Plan:
-    """What a call with one key needs: the kernel, the constant arguments, the launch shape."""
+    """What a call with one key needs: the kernel, the constant arguments, the launch shape.
 
-    __slots__ = ("kernel", "tail", "gsize", "lsize", "scalars", "outer", "empty")
+    ``rest``: the bounds-checked kernel that runs one more group of ``lsize`` items from
+    index ``gsize``, after ``kernel`` (without a bounds check) ran whole groups up to it
+    (:func:`_shaped_plan`); None: ``kernel`` alone."""
+
+    __slots__ = ("kernel", "tail", "gsize", "lsize", "scalars", "outer", "empty", "rest")
 
     def __init__(self, kernel, tail: list, gsize: int, lsize: int, scalars: tuple,
-                 outer: list | None, empty: bool) -> None:  # fmt: skip
+                 outer: list | None, empty: bool, rest=None) -> None:  # fmt: skip
         self.kernel, self.tail, self.gsize, self.lsize = kernel, tail, gsize, lsize
         self.scalars = scalars  # per operand: None (array), "r" (real scalar) or "c" (complex)
         self.outer = outer  # per host-loop step: the byte offsets of (out, array operands...)
         self.empty = empty
+        self.rest = rest
 
     def __call__(self, out: RawView, inputs: Sequence) -> None:
         self.run((out,), inputs)
@@ -75,7 +80,7 @@ class _Plan:
                 values.append(z.imag)
         values += self.tail
         if self.outer is None:
-            self.kernel.launch(values, self.gsize, self.lsize)
+            self._launch(values)
             return
         m = len(outs)
         ptr_slots = list(range(m)) + [m + i + sum(1 for k in self.scalars[:i] if k == "c")
@@ -84,7 +89,12 @@ class _Plan:
         for offsets in self.outer:
             for s, b, o in zip(ptr_slots, base, offsets, strict=True):
                 values[s] = b + o
-            self.kernel.launch(values, self.gsize, self.lsize)
+            self._launch(values)
+
+    def _launch(self, values: list) -> None:
+        self.kernel.launch(values, self.gsize, self.lsize)
+        if self.rest is not None:
+            self.rest.launch(values, self.lsize, self.lsize, self.gsize)
 
 
 _MAX_PLANS = 4096
@@ -246,6 +256,10 @@ def _shaped_plan(device, kernel_of, tail: list, outer, scalars: tuple,
     """The plan launching ``kernel_of(exact, rows)``: without a bounds check (``exact``)
     when whole work-groups cover the elements; by rows of ``rows`` elements when given.
 
+    On CPU devices (launch hint ``"cpu"``) a count of at least ``SPLIT_MIN`` that whole
+    groups do not cover runs as two launches: the whole groups without a bounds check, then
+    one group with it from the first index they left (backends/_kernels.py, ``SPLIT_MIN``).
+
     By rows, each row of the last axis takes whole work-groups (the generator's
     ``_rows_index``): a group's items read and write consecutive elements of one row, which
     a device vectorises, where one flat index decomposed per item made every access a
@@ -266,6 +280,10 @@ def _shaped_plan(device, kernel_of, tail: list, outer, scalars: tuple,
             return _Plan(kernel, tail, gsize, lsize, scalars, outer, False)
     kernel = kernel_of(False)
     gsize, lsize = launch_shape(hint, n, kernel.max_local)
+    if hint == "cpu" and n >= SPLIT_MIN:  # whole groups unchecked, the last group checked
+        exact = kernel_of(True)
+        if exact.max_local >= lsize:
+            return _Plan(exact, tail, n // lsize * lsize, lsize, scalars, outer, False, kernel)
     return _Plan(kernel, tail, gsize, lsize, scalars, outer, False)
 
 
@@ -425,7 +443,14 @@ def compiled(device, op: str, out: RawView, inputs: Sequence[RawView | np.ndarra
     # one ClKernel per cl_kernel: it remembers the argument values it set, so a second one
     # for the same cl_kernel (two threads making it at once) would skip values it did not set
     with _lock:
-        cl_kernel = _cl_kernels.get(plan.kernel)
-        if cl_kernel is None or cl_kernel.stale():
-            cl_kernel = _cl_kernels[plan.kernel] = _core.ClKernel(*handles())
-    return _core.Launch(cl_kernel, plan.gsize, plan.lsize, tuple(sources))
+        cl_kernel, rest = (None if k is None else _cl_kernel(k) for k in (plan.kernel, plan.rest))
+    return _core.Launch(cl_kernel, plan.gsize, plan.lsize, tuple(sources), rest)
+
+
+def _cl_kernel(kernel):
+    """The ``_core.ClKernel`` of a back-end kernel, made again after a device reset (under
+    ``_lock``)."""
+    cl_kernel = _cl_kernels.get(kernel)
+    if cl_kernel is None or cl_kernel.stale():
+        cl_kernel = _cl_kernels[kernel] = _core.ClKernel(*kernel.compiled_handles())
+    return cl_kernel
