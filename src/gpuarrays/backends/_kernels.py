@@ -54,6 +54,7 @@ __all__ = [
     "DeviceOps",
     "launch_shape",
     "SPLIT_MIN",
+    "split_at",
 ]
 
 
@@ -322,6 +323,17 @@ offset).  pip's PoCL 3.0 vectorises no work-group loop with the check: ``x + x``
 vectorises both (0.12 ms either way).  Below this count a second enqueue (2-5 us on PoCL)
 costs more than the unvectorised groups save.  Used by the generated elementwise kernels
 (_compute/device/launcher.py) and the dense conversions (opencl.py)."""
+
+
+def split_at(hint: str, n: int, local: int) -> int | None:
+    """Where a launch of ``n`` items in groups of ``local`` splits (:data:`SPLIT_MIN`): the
+    items of the whole groups, launched without a bounds check, after which one checked group
+    runs from that index; None for one launch (whole groups cover ``n``, a GPU, fewer than
+    ``SPLIT_MIN`` items)."""
+    whole = n // local * local
+    if whole == n or hint != "cpu" or n < SPLIT_MIN:
+        return None
+    return whole
 
 
 def launch_shape(hint: str, n: int, most: int = 1 << 30) -> tuple[int, int]:

@@ -1146,17 +1146,17 @@ class OpenCLBackend(_kernels.DeviceOps):
                 args = [("svm", dst.ptr), ("svm", src.ptr), ("null", None), ("int", 1),
                         ("long", plan.n)]  # fmt: skip
                 state, kernel = self._kernel(index, key, make, f"convert_{dkey}_x")
-                whole = plan.n // kernel[1] * kernel[1]
-                if whole == plan.n or (whole >= _kernels.SPLIT_MIN
-                                       and self._hints[index] == "cpu"):
+                whole = plan.n if plan.n % kernel[1] == 0 else _kernels.split_at(
+                    self._hints[index], plan.n, kernel[1])
+                if whole is not None:
                     self._launch(state, kernel, whole, args)
                     if whole == plan.n:
                         return
-                    state, kernel = self._kernel(index, key, make, f"convert_{dkey}_c")
-                    self._launch(state, kernel, plan.n - whole, args, offset=whole)
-                    return
                 state, kernel = self._kernel(index, key, make, f"convert_{dkey}_c")
-                self._launch(state, kernel, items, args)
+                if whole is None:
+                    self._launch(state, kernel, items, args)
+                else:
+                    self._launch(state, kernel, plan.n - whole, args, offset=whole)
                 return
             state, kernel = self._kernel(index, key, make, f"convert_{dkey}")
         meta = np.array(plan.shape + plan.dst_strides + plan.src_strides, np.int64)

@@ -25,7 +25,7 @@ from itertools import product
 import numpy as np
 
 from ... import _core
-from ...backends._kernels import ROWS_MIN, SPLIT_MIN, collapse, launch_shape, rows_items
+from ...backends._kernels import ROWS_MIN, collapse, launch_shape, rows_items, split_at
 from ...backends.base import RawView
 from . import diskcache
 from .expressions import NIN
@@ -258,7 +258,7 @@ def _shaped_plan(device, kernel_of, tail: list, outer, scalars: tuple,
 
     On CPU devices (launch hint ``"cpu"``) a count of at least ``SPLIT_MIN`` that whole
     groups do not cover runs as two launches: the whole groups without a bounds check, then
-    one group with it from the first index they left (backends/_kernels.py, ``SPLIT_MIN``).
+    one group with it from the first index they left (backends/_kernels.py, ``split_at``).
 
     By rows, each row of the last axis takes whole work-groups (the generator's
     ``_rows_index``): a group's items read and write consecutive elements of one row, which
@@ -280,10 +280,11 @@ def _shaped_plan(device, kernel_of, tail: list, outer, scalars: tuple,
             return _Plan(kernel, tail, gsize, lsize, scalars, outer, False)
     kernel = kernel_of(False)
     gsize, lsize = launch_shape(hint, n, kernel.max_local)
-    if hint == "cpu" and n >= SPLIT_MIN:  # whole groups unchecked, the last group checked
+    whole = split_at(hint, n, lsize)
+    if whole is not None:  # whole groups unchecked, the last group checked
         exact = kernel_of(True)
         if exact.max_local >= lsize:
-            return _Plan(exact, tail, n // lsize * lsize, lsize, scalars, outer, False, kernel)
+            return _Plan(exact, tail, whole, lsize, scalars, outer, False, kernel)
     return _Plan(kernel, tail, gsize, lsize, scalars, outer, False)
 
 
